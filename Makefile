@@ -1,0 +1,54 @@
+# The two commands of the README: `make book` and `make test`. Both set up .venv on a fresh machine first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JOBS   ?= 2
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export PYTHONHASHSEED := 0
+export OMP_NUM_THREADS := $(JOBS)
+
+.PHONY: book test sync lint unit notebooks site site-check clean help
+
+help:
+	@echo "make book   - set up .venv and build the website into _build/html"
+	@echo "make test   - set up .venv and run the whole suite (sync, lint, unit, notebooks, site build + checks)"
+	@echo "make sync   - regenerate the chapters/*.ipynb twins from chapters/*.md"
+	@echo "make clean  - remove the build folder (keeps .venv)"
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -r requirements.txt > $(VENV)/pip.log 2>&1 || (cat $(VENV)/pip.log; exit 1)
+	$(BIN)/python -c "import learndyn, jupyter_book, torch, nbval"  # fails loudly if the install did not work
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "The book is at $(CURDIR)/_build/html/index.html"
+
+sync: $(STAMP)
+	$(BIN)/jupytext --to ipynb --update -q chapters/*.md
+
+lint: $(STAMP)
+	$(BIN)/ruff check lib tests bench
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests --ignore=tests/site -n $(JOBS) -q
+
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest --nbval-lax chapters -n $(JOBS) --dist loadfile -q
+
+site: book
+
+site-check: $(STAMP)
+	$(BIN)/python -m pytest tests/site -q
+
+test: $(STAMP)
+	$(MAKE) lint
+	$(MAKE) unit
+	$(MAKE) notebooks
+	$(MAKE) book
+	$(MAKE) site-check
+
+clean:
+	rm -rf _build
