@@ -9,11 +9,24 @@ One module per subject, each naming the chapter and equations it implements:
 - `quadratic`   GD against gradient flow on a quadratic (Preface)
 - `linreg`      OLS, its risk, GD on least squares (Ch 1)
 - `deep_linear` deep linear networks, exact mode dynamics (Ch 1-2)
+- `ssl`         self-supervised learning dynamics (Ch 3-4)
+
+Subject modules are imported on first use (`ld.deep_linear`), so `import learndyn` stays light.
 """
 
-from . import checks, core, deep_linear, linreg, plotting, quadratic, widgets
+import importlib
+from types import ModuleType
+
+from . import checks, core
 from .core import History, get_device, setup
 
-__all__ = ["History", "checks", "core", "deep_linear", "get_device", "linreg", "plotting", "quadratic", "setup",
-           "widgets"]
 __version__ = "0.1.0"
+_SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "ssl", "implicit_bias", "sharpness",
+               "large_stepsize")
+__all__ = ["History", "checks", "core", "get_device", "setup", *_SUBMODULES]
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'learndyn' has no attribute {name!r}")

@@ -21,11 +21,12 @@ def gd_quadratic(H: np.ndarray, w0: np.ndarray, lr: float, steps: int) -> np.nda
     lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
     path = np.empty((steps + 1, w0.size))
     path[0] = w0
-    for k in range(steps):
-        path[k + 1] = path[k] - lr * (H @ path[k])
-        if not np.all(np.isfinite(path[k + 1])):
-            raise DivergenceError(f"gradient descent diverged at step {k + 1} (lr={lr:g}; "
-                                  f"stable only for lr < 2/lambda_max(H) = {2 / np.linalg.eigvalsh(H)[-1]:.3g})")
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, with its step
+        for k in range(steps):
+            path[k + 1] = path[k] - lr * (H @ path[k])
+            if not np.all(np.isfinite(path[k + 1])):
+                raise DivergenceError(f"gradient descent diverged at step {k + 1} (lr={lr:g}; stable only for "
+                                      f"lr < 2/lambda_max(H) = {2 / np.linalg.eigvalsh(H)[-1]:.3g})")
     return path
 
 

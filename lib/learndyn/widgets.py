@@ -46,9 +46,14 @@ def int_slider(value: int, lo: int, hi: int, description: str, step: int = 1) ->
 def interactive_plot(plot: Callable[..., None], **controls: Any) -> Any | None:
     """`ipywidgets.interactive(plot, **controls)`, or None (with a note) when ipywidgets is unavailable.
 
-    `plot` draws one figure from keyword arguments; `controls` are sliders (or fixed values) for them.
+    `plot` draws one figure from keyword arguments; `controls` are sliders (or fixed values) for them. Other
+    parameters of `plot` keep their defaults (no widget is made for them).
     """
     w = _ipywidgets()
     if w is None or any(c is None for c in controls.values()):
         return None
-    return w.interactive(plot, **controls)
+
+    def draw(**kwargs: Any) -> None:
+        plot(**kwargs)
+
+    return w.interactive(draw, **controls)

@@ -1,0 +1,79 @@
+"""Checks of the built website (`make book` first): pages, Colab links, rendering, numbering."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+REPO = CONFIG["repository"]["url"].removeprefix("https://github.com/")
+BRANCH = CONFIG["repository"].get("branch", "main")
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+PAGES = [TOC["root"]] + [c["file"] for p in TOC.get("parts", []) for c in p["chapters"]]
+CHAPTER_PAGES = [p for p in PAGES if p.startswith("chapters/")]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _built():
+    if not (HTML / "index.html").exists():
+        pytest.fail("no built site in _build/html: run `make book` first")
+
+
+def _soup(page: str) -> BeautifulSoup:
+    return BeautifulSoup((HTML / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_toc_entry_has_a_page(page):
+    assert (HTML / f"{page}.html").exists(), f"{page}.html missing from the build"
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_colab_button_opens_the_notebook_twin(page):
+    links = [a["href"] for a in _soup(page).find_all("a", href=True) if "colab.research.google.com" in a["href"]]
+    expected = f"https://colab.research.google.com/github/{REPO}/blob/{BRANCH}/{page}.ipynb"
+    assert expected in links, f"{page}: no Colab link to {expected} (found {links})"
+    assert (ROOT / f"{page}.ipynb").exists()
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_traceback_or_unrendered_directive(page):
+    soup = _soup(page)
+    main = soup.find("main") or soup
+    text = main.get_text(" ")
+    assert "Traceback (most recent call last)" not in text, f"{page} shows a Python traceback"
+    for leftover in ("{exercise}", "{prf:", "{solution", "{code-cell}", "{eq}`", "{cite}`", "{ref}`", "{math}"):
+        assert leftover not in text, f"{page} shows unrendered directive text {leftover!r}"
+    assert not main.select(".output.stderr .traceback, .output .ansi-red-fg"), f"{page} shows an error output"
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_exercises_theorems_and_equations_are_numbered(page):
+    soup = _soup(page)
+    md = (ROOT / f"{page}.md").read_text()
+    n_ex = len(re.findall(r"^```\{exercise\}", md, re.M))
+    n_thm = len(re.findall(r"^```\{prf:(theorem|lemma|proposition|corollary|definition)\}", md, re.M))
+    titles = [s.get_text(" ", strip=True) for s in soup.select(".admonition-title .caption-number")]
+    ex = [t for t in titles if t.startswith("Exercise")]
+    thm = [t for t in titles if re.match(r"(Theorem|Lemma|Proposition|Corollary|Definition)", t)]
+    assert len(ex) == n_ex and all(re.match(r"Exercise [\d.]+", t) for t in ex), f"{page}: exercises {ex}"
+    assert len(thm) == n_thm and all(re.search(r" [\d.]+", t) for t in thm), f"{page}: theorems {thm}"
+    n_eq = len(re.findall(r"^\$\$ *\((eq-[^)]+)\)", md, re.M))
+    assert len(soup.select("span.eqno")) >= n_eq, f"{page}: fewer equation numbers than labelled equations"
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_solutions_are_hidden_dropdowns_and_figures_present(page):
+    soup = _soup(page)
+    sols = soup.select("div.solution")
+    assert all("dropdown" in s["class"] for s in sols), f"{page}: a solution is not collapsed"
+    assert soup.select(".cell_output img"), f"{page} has no figure"
+
+
+def test_bibliography_page_lists_cited_works():
+    text = _soup("bibliography").get_text(" ")
+    assert "Saxe" in text and "Exact solutions" in text
