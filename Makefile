@@ -16,13 +16,18 @@ help:
 	@echo "make sync   - regenerate the chapters/*.ipynb twins from chapters/*.md"
 	@echo "make clean  - remove the build folder (keeps .venv)"
 
+VENDOR := _static/vendor/.versions
+
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -r requirements.txt > $(VENV)/pip.log 2>&1 || (cat $(VENV)/pip.log; exit 1)
 	$(BIN)/python -c "import learndyn, jupyter_book, torch, nbval"  # fails loudly if the install did not work
 	touch $(STAMP)
 
-book: $(STAMP)
+$(VENDOR): scripts/vendor_web_assets.py | $(STAMP)
+	$(BIN)/python scripts/vendor_web_assets.py
+
+book: $(STAMP) $(VENDOR)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
@@ -30,7 +35,7 @@ sync: $(STAMP)
 	$(BIN)/jupytext --to ipynb --update -q chapters/*.md
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests bench
+	$(BIN)/ruff check lib tests bench scripts
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/site -n $(JOBS) -q

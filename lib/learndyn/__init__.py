@@ -21,8 +21,8 @@ from . import checks, core
 from .core import History, get_device, setup
 
 __version__ = "0.1.0"
-_SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "ssl", "implicit_bias", "sharpness",
-               "large_stepsize")
+_SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "ssl", "barlow", "implicit_bias",
+               "sharpness", "large_stepsize")
 __all__ = ["History", "checks", "core", "get_device", "setup", *_SUBMODULES]
 
 
