@@ -46,12 +46,11 @@ def records_path() -> Path | None:
 
 
 def check_close(name: str, measured: Any, expected: Any, rtol: float = 0.0, atol: float = 0.0,
-                why: str = "", source: str = "") -> float:
+                why: str = "", source: str = "") -> None:
     """Assert |measured - expected| <= atol + rtol |expected| elementwise; print and record the outcome.
 
     `why` says where the tolerance comes from (an error bound, a sampling error); it is required.
     `source` names a paper's figure or table when the expected number is taken from one.
-    Returns the largest absolute difference.
     """
     _require_reason(name, why)
     if rtol < 0 or atol < 0 or not (np.isfinite(rtol) and np.isfinite(atol)):
@@ -72,7 +71,6 @@ def check_close(name: str, measured: Any, expected: Any, rtol: float = 0.0, atol
         detail = f"max |diff| {_fmt(worst)} over {diff.size} values, tolerance {tol_text}"
     _report(name, ok, detail, why, source, measured=m, expected=e, tolerance={"rtol": rtol, "atol": atol},
             error=worst)
-    return worst
 
 
 def check_between(name: str, measured: Any, low: float, high: float, why: str = "", source: str = "") -> None:
@@ -137,7 +135,7 @@ def _summary(x: np.ndarray | None) -> Any:
 
 def _report(name: str, ok: bool, detail: str, why: str, source: str, *, measured: np.ndarray,
             expected: np.ndarray | None, tolerance: dict[str, Any], error: float | None) -> None:
-    line = f"{'PASS' if ok else 'FAIL'}  {name}: {detail}  [{why}]"
+    line = f"{'PASS' if ok else 'FAIL'}  {name}\n      {detail}\n      tolerance: {why}"
     print(line)
     record = {
         "chapter": _state["chapter"], "name": name, "passed": ok, "detail": detail, "why": why, "source": source,
