@@ -16,7 +16,7 @@ help:
 	@echo "make sync   - regenerate the chapters/*.ipynb twins from chapters/*.md"
 	@echo "make clean  - remove the build folder (keeps .venv)"
 
-VENDOR := _static/vendor/.versions
+VENDOR := _vendor/.versions
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,7 +38,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check lib tests bench scripts
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests --ignore=tests/site -n $(JOBS) -q
+	$(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/test_site_browser.py -n $(JOBS) -q
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax chapters -n $(JOBS) --dist loadfile -q
@@ -46,7 +46,7 @@ notebooks: $(STAMP)
 site: book
 
 site-check: $(STAMP)
-	$(BIN)/python -m pytest tests/site -q
+	$(BIN)/python -m pytest tests/site tests/test_site_browser.py -q
 
 test: $(STAMP)
 	$(MAKE) lint

@@ -1,5 +1,6 @@
 """Fetch the JavaScript the website needs (MathJax, RequireJS, the Jupyter widget manager) from the npm registry
-into `_static/vendor/`, so that the built site works with no CDN at view time.
+into `_vendor/` (a second static folder: its files land in `_static/` of the site, and Jupyter Book does
+not add them to every page, as it would for files in `_static/`), so that the built site works with no CDN at view time.
 
 Pinned versions, verified against their sha512 integrity hashes; plain Python (no Node.js needed). Idempotent: does
 nothing when the files are already there. Run by `make book` / `make test` as part of the set-up.
@@ -17,17 +18,22 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VENDOR = ROOT / "_static" / "vendor"
+VENDOR = ROOT / "_vendor"
 REGISTRY = "https://registry.npmjs.org"
 
-# (package, version, sha512 integrity, {path inside the tarball: destination under _static/vendor})
+# (package, version, sha512 integrity, {path inside the tarball: destination under _vendor})
 PACKAGES = [
     ("mathjax", "3.2.2",
      "Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
      {"package/es5/": "mathjax/"}),
     ("@jupyter-widgets/html-manager", "1.0.6",
      "+Mn+Ra8wyIHrYaUpfmf9A3dsLkt/NuwzPQN8sthdxBD35VV5cOJbpmgMhNR27n/rmP3mKyEe0PWCJrtZrXTXDQ==",
-     {"package/dist/embed-amd.js": "embed-amd.js"}),
+     {"package/dist/embed-amd.js": "embed-amd.js", **{f"package/dist/{font}": f"jupyter-widgets/{font}" for font in (
+         "1551f4f60c37af51121f.woff2", "7a3337626410ca2f4071.woff2", "d878b0a6a1144760244f.woff2",
+         "2285773e6b4b172f07d9.woff", "bb58e57c48a3e911f15f.woff", "eeccf4f66002c6f2ba24.woff",
+         "491974d108fe4002b2aa.ttf", "527940b104eb2ea366c8.ttf", "be9ee23c0c6390141475.ttf",
+         "23f19bb08961f37aaf69.eot", "77206a6bb316fa0aded5.eot", "9bbb245e67a133f6e486.eot",
+         "2f517e09eb2ca6650ff5.svg", "4689f52cc96215721344.svg", "7a8b4f130182d19a2d7c.svg")}}),
     ("requirejs", "2.3.7",
      "DouTG8T1WanGok6Qjg2SXuCMzszOo0eHeH9hDZ5Y4x8Je+9JB38HdTLT4/VA8OaUhBa0JPVHJ0pyBkM1z+pDsw==",
      {"package/require.js": "require.min.js"}),
@@ -67,7 +73,7 @@ def extract(data: bytes, mapping: dict[str, str]) -> int:
 
 def main() -> int:
     stamp = VENDOR / ".versions"
-    wanted = "\n".join(f"{n}@{v}" for n, v, _, _ in PACKAGES)
+    wanted = "\n".join(f"{n}@{v}: {sorted(m.values())}" for n, v, _, m in PACKAGES)
     if stamp.exists() and stamp.read_text() == wanted:
         return 0
     shutil.rmtree(VENDOR, ignore_errors=True)
