@@ -1,0 +1,219 @@
+"""Unit tests of `learndyn.linreg` (Ch 1): closed forms against independent references and simulation, both sides
+of every threshold, and every bad-input path. The Monte Carlo tests are fast versions of the chapter's checks
+V1.1 (OLS risk) and of the Bayes-risk check; their tolerances come from the standard error of the mean."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from learndyn import linreg
+from learndyn.core import DivergenceError
+
+
+def _problem(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)), rng.standard_normal(n)
+
+
+# --- OLS ------------------------------------------------------------------------------------------------------
+def test_ols_matches_scipy_lstsq_and_normal_equations():
+    X, y = _problem(40, 7)
+    w = linreg.ols(X, y)
+    np.testing.assert_allclose(w, scipy.linalg.lstsq(X, y)[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(w, np.linalg.solve(X.T @ X, X.T @ y), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(X.T @ (X @ w - y), 0.0, atol=1e-11)  # residual orthogonal to the columns
+
+
+def test_ols_recovers_w_without_noise():
+    X, _ = _problem(30, 5, seed=1)
+    w = np.arange(1.0, 6.0)
+    np.testing.assert_allclose(linreg.ols(X, X @ w), w, atol=1e-12)
+
+
+@pytest.mark.parametrize("X", [np.ones((10, 3)), np.zeros((5, 2)), np.random.default_rng(0).standard_normal((3, 5))])
+def test_ols_rejects_rank_deficient_design(X):
+    with pytest.raises(ValueError, match="full column rank"):
+        linreg.ols(X, np.ones(X.shape[0]))
+
+
+# --- risk formulas --------------------------------------------------------------------------------------------
+def test_gaussian_risk_formula_and_its_domain():
+    assert linreg.ols_risk_theory(50, 10, 0.7) == pytest.approx(0.49 * 10 / 39, rel=1e-15)
+    assert linreg.ols_risk_theory(12, 10, 1.0) == pytest.approx(10.0)  # n = d + 2: the first n where it exists
+    for n in (11, 10, 5):  # n <= d + 1: E tr (X^T X)^{-1} is infinite (or X^T X is singular)
+        with pytest.raises(ValueError, match="n > d \\+ 1"):
+            linreg.ols_risk_theory(n, 10, 1.0)
+    with pytest.raises(ValueError, match="n > d \\+ 1"):
+        linreg.simulate_ols_risk(11, 10, 1.0, reps=100)
+
+
+def test_orthogonal_design_risk_is_exact():
+    X = linreg.orthogonal_design(30, 6, seed=2)
+    np.testing.assert_allclose(X.T @ X, 30 * np.eye(6), atol=1e-12)
+    expected = linreg.ols_risk_theory(30, 6, 0.5, design="orthogonal")
+    assert expected == pytest.approx(0.25 * 6 / 30, rel=1e-15)
+    assert linreg.ols_risk_fixed(X, 0.5) == pytest.approx(expected, rel=1e-12)
+    assert linreg.ols_risk_fixed(X, 0.5) == pytest.approx(0.25 * np.trace(np.linalg.inv(X.T @ X)), rel=1e-12)
+
+
+def test_simulated_risk_orthogonal_design_within_3_standard_errors():
+    mean, se = linreg.simulate_ols_risk(30, 6, 0.5, reps=20000, seed=3, design="orthogonal")
+    assert abs(mean - linreg.ols_risk_theory(30, 6, 0.5, design="orthogonal")) <= 3 * se
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_v11_fast_gaussian_risk_within_3_standard_errors(seed):
+    """Fast V1.1: fewer repetitions than the chapter (so a larger standard error), the same 3-SE rule."""
+    mean, se = linreg.simulate_ols_risk(50, 10, 0.7, reps=5000, seed=seed)
+    theory = linreg.ols_risk_theory(50, 10, 0.7)
+    assert abs(mean - theory) <= 3 * se, (mean, se, theory)
+    naive = 0.49 * 10 / 50  # sigma^2 d / n misses the finite-n factor n / (n - d - 1) = 1.28
+    assert abs(mean - naive) > 10 * se
+
+
+def test_simulated_risk_is_seeded():
+    assert linreg.simulate_ols_risk(20, 3, 1.0, reps=50, seed=4) == linreg.simulate_ols_risk(20, 3, 1.0, reps=50,
+                                                                                               seed=4)
+
+
+# --- Bayes risk (minimax lower bound) -------------------------------------------------------------------------
+def test_bayes_risk_orthogonal_closed_form_and_limit():
+    n, d, sigma = 40, 5, 0.8
+    X = linreg.orthogonal_design(n, d, seed=5)
+    for tau in (0.1, 1.0, 10.0):
+        expected = d * sigma**2 * tau**2 / (n * tau**2 + sigma**2)
+        assert linreg.bayes_risk(X, sigma, tau) == pytest.approx(expected, rel=1e-12)
+        assert linreg.bayes_risk(X, sigma, tau) < linreg.ols_risk_fixed(X, sigma)  # below the minimax risk
+    assert linreg.bayes_risk(X, sigma, 1e6) == pytest.approx(linreg.ols_risk_fixed(X, sigma), rel=1e-9)
+
+
+def test_bayes_risk_simulation_within_3_standard_errors():
+    X, _ = _problem(25, 4, seed=6)
+    mean, se = linreg.simulate_bayes_risk(X, 0.9, 0.5, reps=20000, seed=7)
+    assert abs(mean - linreg.bayes_risk(X, 0.9, 0.5)) <= 3 * se
+
+
+def test_posterior_mean_is_ridge_regression():
+    X, y = _problem(15, 4, seed=8)
+    lam = (0.5 / 2.0) ** 2
+    expected = scipy.linalg.solve(X.T @ X + lam * np.eye(4), X.T @ y)
+    np.testing.assert_allclose(linreg.posterior_mean(X, y, 0.5, 2.0), expected, atol=1e-12)
+    batch = np.stack([y, 2 * y])  # leading batch axis
+    np.testing.assert_allclose(linreg.posterior_mean(X, batch, 0.5, 2.0)[1], 2 * expected, atol=1e-12)
+
+
+# --- gradient descent and implicit bias -----------------------------------------------------------------------
+def test_v14_fast_gd_finds_min_norm_interpolator():
+    """Fast V1.4: n < d, w0 = 0, lr = 0.5 / lambda_max; GD stays in the row space and converges to X^+ y."""
+    X, y = _problem(20, 50, seed=9)
+    lr = 0.25 * linreg.gd_stability_threshold(X)
+    w = linreg.gd_least_squares(X, y, lr, 5000)
+    w_star = linreg.min_norm_solution(X, y)
+    np.testing.assert_allclose(w_star, X.T @ np.linalg.solve(X @ X.T, y), atol=1e-12)  # X^T (X X^T)^{-1} y
+    assert np.linalg.norm(w - w_star) <= 1e-8
+    np.testing.assert_allclose(X @ w, y, atol=1e-8)  # interpolates
+
+
+def test_gd_limit_from_nonzero_start():
+    X, y = _problem(10, 30, seed=10)
+    w0 = np.random.default_rng(11).standard_normal(30)
+    limit = linreg.gd_limit(X, y, w0)
+    pinv = scipy.linalg.pinv(X)
+    np.testing.assert_allclose(limit, pinv @ y + (np.eye(30) - pinv @ X) @ w0, atol=1e-12)
+    w = linreg.gd_least_squares(X, y, 0.5 * linreg.gd_stability_threshold(X), 5000, w0=w0)
+    assert np.linalg.norm(w - limit) <= 1e-8
+    assert np.linalg.norm(w - linreg.min_norm_solution(X, y)) > 1.0  # a different interpolator than from 0
+    np.testing.assert_allclose(linreg.gd_limit(X, y), linreg.min_norm_solution(X, y), atol=1e-12)
+
+
+def test_stability_threshold_both_sides():
+    X, y = _problem(30, 8, seed=12)
+    thr = linreg.gd_stability_threshold(X)
+    assert thr == pytest.approx(2 / scipy.linalg.eigvalsh(X.T @ X)[-1], rel=1e-12)
+    w = linreg.gd_least_squares(X, y, 0.95 * thr, 3000)
+    np.testing.assert_allclose(w, linreg.ols(X, y), atol=1e-8)  # below: converges
+    with pytest.raises(DivergenceError, match=r"diverged at step \d+"):  # above: diverges, naming the step
+        linreg.gd_least_squares(X, y, 1.05 * thr, 100000)
+
+
+def test_gd_zero_steps_returns_start():
+    X, y = _problem(5, 3)
+    np.testing.assert_array_equal(linreg.gd_least_squares(X, y, 0.01, 0, w0=np.ones(3)), np.ones(3))
+
+
+# --- bad input ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_data_rejected(bad):
+    X, y = _problem(10, 3)
+    Xb, yb = X.copy(), y.copy()
+    Xb[0, 0], yb[1] = bad, bad
+    for fn in (linreg.ols, linreg.min_norm_solution, linreg.gd_limit):
+        with pytest.raises(ValueError, match="finite"):
+            fn(Xb, y)
+        with pytest.raises(ValueError, match="finite"):
+            fn(X, yb)
+    with pytest.raises(ValueError, match="finite"):
+        linreg.gd_least_squares(X, yb, 0.01, 10)
+    for fn in (lambda A: linreg.ols_risk_fixed(A, 1.0), lambda A: linreg.bayes_risk(A, 1.0, 1.0),
+               linreg.gd_stability_threshold):
+        with pytest.raises(ValueError, match="finite"):
+            fn(Xb)
+    with pytest.raises(ValueError, match="finite"):
+        linreg.gd_limit(X, y, w0=np.full(3, bad))
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, np.nan, np.inf])
+def test_non_positive_lr_and_sigma_rejected(value):
+    X, y = _problem(10, 3)
+    with pytest.raises(ValueError, match="lr"):
+        linreg.gd_least_squares(X, y, value, 10)
+    with pytest.raises(ValueError, match="sigma"):
+        linreg.ols_risk_theory(50, 10, value)
+    with pytest.raises(ValueError, match="sigma"):
+        linreg.simulate_ols_risk(50, 10, value, reps=10)
+    with pytest.raises(ValueError, match="sigma"):
+        linreg.ols_risk_fixed(X, value)
+    with pytest.raises(ValueError, match="tau"):
+        linreg.bayes_risk(X, 1.0, value)
+
+
+def test_wrong_types_rejected():
+    with pytest.raises(TypeError, match="n must be an int"):
+        linreg.ols_risk_theory(50.0, 10, 1.0)
+    with pytest.raises(TypeError, match="sigma"):
+        linreg.ols_risk_theory(50, 10, "1")
+    with pytest.raises(TypeError, match="steps"):
+        linreg.gd_least_squares(*_problem(5, 2), 0.1, 2.5)
+    with pytest.raises(ValueError, match="reps"):
+        linreg.simulate_ols_risk(50, 10, 1.0, reps=1)
+
+
+def test_wrong_shapes_rejected():
+    X, y = _problem(10, 3)
+    with pytest.raises(ValueError, match="y must have shape"):
+        linreg.ols(X, y[:-1])
+    with pytest.raises(ValueError, match="2-D"):
+        linreg.ols(y, y)
+    with pytest.raises(ValueError, match="w0 must have shape"):
+        linreg.gd_least_squares(X, y, 0.01, 5, w0=np.zeros(4))
+    with pytest.raises(ValueError, match="w0 must have shape"):
+        linreg.gd_limit(X, y, w0=np.zeros(2))
+    with pytest.raises(ValueError, match="y must have shape"):
+        linreg.posterior_mean(X, np.ones(4), 1.0, 1.0)
+    with pytest.raises(ValueError, match="2-D"):
+        linreg.bayes_risk(np.ones(3), 1.0, 1.0)
+
+
+def test_design_and_domain_errors():
+    with pytest.raises(ValueError, match="design must be"):
+        linreg.ols_risk_theory(50, 10, 1.0, design="uniform")
+    with pytest.raises(ValueError, match="n >= d"):
+        linreg.ols_risk_theory(5, 10, 1.0, design="orthogonal")
+    with pytest.raises(ValueError, match="n >= d"):
+        linreg.orthogonal_design(5, 10)
+    with pytest.raises(ValueError, match="full column rank"):
+        linreg.ols_risk_fixed(np.ones((6, 2)), 1.0)
+    with pytest.raises(ValueError, match="zero"):
+        linreg.gd_stability_threshold(np.zeros((3, 2)))
