@@ -8,6 +8,7 @@ on something only the book's toolchain (`requirements.txt`) installs. Needs the 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,11 @@ CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 @pytest.fixture(scope="module")
 def colab_python(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("colab")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "dist"), str(ROOT)],
+    src = tmp / "src"  # build from a copy: setuptools writes build/ and *.egg-info/ next to the sources
+    shutil.copytree(ROOT / "lib", src / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "dist"), str(src)],
                    check=True, capture_output=True)
     wheel = next((tmp / "dist").glob("learndyn-*.whl"))
     subprocess.run([sys.executable, "-m", "venv", str(tmp / "venv")], check=True)

@@ -77,3 +77,14 @@ def test_solutions_are_hidden_dropdowns_and_figures_present(page):
 def test_bibliography_page_lists_cited_works():
     text = _soup("bibliography").get_text(" ")
     assert "Saxe" in text and "Exact solutions" in text
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_every_widget_has_a_static_figure_in_its_section(page):
+    """A widget needs a kernel; the static site shows the figure of a few representative settings beside it."""
+    soup = _soup(page)
+    for view in soup.select('script[type="application/vnd.jupyter.widget-view+json"]'):
+        section = view.find_parent("section")
+        assert section is not None, f"{page}: a widget outside any section"
+        title = section.find(["h1", "h2", "h3"]).get_text(" ", strip=True)
+        assert section.select(".cell_output img"), f"{page}: section {title!r} has a widget but no static figure"

@@ -1,0 +1,414 @@
+"""Implicit bias of gradient descent on linearly separable data (Ch 5; Soudry, Hoffer, Nacson, Gunasekar & Srebro 2018).
+
+Conventions (Ch 5). Data enter only through z_i = y_i x_i, the rows of Z (n, d); the margin of w on z_i is
+m_i = <w, z_i>. The loss is a sum L(w) = sum_i l(m_i) (`reduction="sum"`, as in Soudry et al.) or a mean
+(`reduction="mean"`, as in Ch 7; GD on the mean with step eta is GD on the sum with step eta / n).
+Exponential loss l(m) = exp(-m), computed directly; logistic loss l(m) = log(1 + exp(-m)), computed stably.
+Gradient-flow bounds (eq-soudry-loss-bounds, eq-soudry-norm-bounds) are in flow time t; the asymptotic expansion
+w(k) = w_hat ln k + w_tilde + o(1) (eq-soudry-asymptotics) is in GD steps k (flow time is t = eta k).
+Theory: numpy float64. Simulator: torch, batched over step sizes on a leading axis B, float64, `device=`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+from numpy.typing import ArrayLike
+from scipy import optimize
+
+from .core import History, as_int, as_positive, check_finite, get_device
+
+__all__ = [
+    "separable_with_svs",
+    "wedge_dataset",
+    "to_xy",
+    "check_unit_ball",
+    "MaxMargin",
+    "max_margin",
+    "kkt_residuals",
+    "second_margin",
+    "stability_limit",
+    "gd_separable",
+    "soudry_w_tilde",
+    "asymptotic_w",
+    "gf_loss_bounds",
+    "gf_norm_bounds",
+]
+
+
+@dataclass
+class MaxMargin:
+    """The hard-margin SVM through the origin, min 1/2 ||w||^2 s.t. <w, z_i> >= 1 (eq-soudry-svm).
+
+    w_hat:   the solution (d,); gamma = 1 / ||w_hat|| is the margin of the unit vector w_hat / ||w_hat||.
+    support: indices of the points on the margin, <w_hat, z_i> = 1 (up to `support_tol`), increasing.
+    alpha:   Lagrange multipliers (n,), zero off the support; w_hat = Z^T alpha (eq-soudry-kkt).
+    """
+
+    w_hat: np.ndarray
+    gamma: float
+    support: np.ndarray
+    alpha: np.ndarray
+
+
+# ---------------------------------------------------------------------------------------------------- data
+def separable_with_svs(n: int = 24, svs: ArrayLike = ((0.45, -0.1), (0.15, 0.35)), margin_ratio: float = 2.0,
+                       seed: int = 0) -> np.ndarray:
+    """Z (n, d) whose max-margin solution is fixed by the support vectors `svs` (the first rows of Z).
+
+    The remaining n - len(svs) rows are drawn uniformly from the unit ball subject to <w_hat, z> >= margin_ratio,
+    where w_hat is the SVM of `svs` alone; w_hat stays feasible, hence optimal, for the whole set. So every
+    non-support margin is at least `margin_ratio` times the SVM margin (Ch 5, the "fast" dataset).
+    """
+    n = as_int("n", n, minimum=1)
+    margin_ratio = as_positive("margin_ratio", margin_ratio)
+    S = np.atleast_2d(np.asarray(svs, dtype=float))
+    if S.ndim != 2 or S.shape[0] > n or not np.all(np.isfinite(S)):
+        raise ValueError(f"svs must be a finite (k, d) array with k <= n = {n}; got shape {S.shape}")
+    if np.any(np.linalg.norm(S, axis=1) > 1.0):
+        raise ValueError("svs must lie in the unit ball (||z_i|| <= 1), as the bounds of Ch 5 require")
+    mm = max_margin(S)
+    if len(mm.support) < len(S) or np.any(mm.alpha <= 0):
+        raise ValueError("svs are not all support vectors with positive multipliers of their own max-margin problem")
+    if margin_ratio < 1.0 or margin_ratio * mm.gamma >= 1.0:
+        raise ValueError(f"margin_ratio must lie in [1, 1/gamma) = [1, {1 / mm.gamma:.4g}) so points in the unit "
+                         f"ball can have it; got {margin_ratio}")
+    rng = np.random.default_rng(seed)
+    rows: list[np.ndarray] = []
+    for _ in range(10_000):
+        cand = _uniform_ball(rng, 4 * (n - len(S)) + 16, S.shape[1])
+        rows += list(cand[cand @ mm.w_hat >= margin_ratio])
+        if len(rows) >= n - len(S):
+            break
+    else:  # pragma: no cover - the region has positive volume, so this needs absurd parameters
+        raise ValueError("could not sample points with the requested margin_ratio; lower it")
+    return np.vstack([S, np.asarray(rows[: n - len(S)]).reshape(-1, S.shape[1])])
+
+
+def wedge_dataset(n: int = 30, seed: int = 1) -> np.ndarray:
+    """A random "slow" Z (n, 2): points in a narrow wedge, rescaled so the largest row has norm exactly 1.
+
+    Many points sit just behind the support vectors, so the second-smallest margin is close to the SVM margin
+    and the asymptotics of eq-soudry-asymptotics set in slowly (Ch 5, V5.4; see `second_margin`).
+    """
+    n = as_int("n", n, minimum=3)
+    rng = np.random.default_rng(seed)
+    angle = rng.uniform(0.15, 0.85, n)
+    radius = rng.uniform(0.5, 1.0, n)
+    Z = np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
+    return Z / np.linalg.norm(Z, axis=1).max()
+
+
+def to_xy(Z: ArrayLike, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random labels y_i = +-1 and inputs x_i = y_i z_i (for plotting a classification problem); y_i x_i = z_i."""
+    Z = _as_Z(Z)
+    y = np.random.default_rng(seed).choice([-1.0, 1.0], size=Z.shape[0])
+    return y[:, None] * Z, y
+
+
+def check_unit_ball(Z: ArrayLike, rescale: bool = False) -> np.ndarray:
+    """Z itself if every row has ||z_i|| <= 1 (the bounds of eq-soudry-self-bounding need it).
+
+    Otherwise raise ValueError, or, only when `rescale=True`, return Z divided by its largest row norm.
+    """
+    Z = _as_Z(Z)
+    top = float(np.linalg.norm(Z, axis=1).max())
+    if top <= 1.0 + 1e-12:
+        return Z
+    if not rescale:
+        raise ValueError(f"Z has a row of norm {top:.6g} > 1; the bounds need ||z_i|| <= 1 (pass rescale=True to "
+                         "divide Z by its largest row norm)")
+    return Z / top
+
+
+# ------------------------------------------------------------------------------------------- the SVM
+def max_margin(Z: ArrayLike, method: Literal["slsqp", "sklearn"] = "slsqp", support_tol: float = 1e-6) -> MaxMargin:
+    """The hard-margin SVM through the origin (eq-soudry-svm) with its multipliers (eq-soudry-kkt).
+
+    "slsqp": SciPy SLSQP on the primal (ftol=1e-15), then an exact refinement on the detected support
+    S = {i: <w, z_i> < 1 + support_tol}: solve (Z_S Z_S^T) lambda = 1 (non-negative least squares if the plain
+    least-squares multipliers are negative) and set w_hat = Z_S^T lambda, so <w_hat, z_i> = 1 on S to rounding.
+    "sklearn": scikit-learn's SVC (linear kernel, C=1e10, tol=1e-10) on the symmetrised data {(z_i, +1), (-z_i, -1)},
+    whose symmetry forces the intercept to 0: an independent solver for cross-checks (no refinement).
+    Raises ValueError when no w has <w, z_i> > 0 for all i (data not separable through the origin).
+    """
+    Z = _as_Z(Z)
+    support_tol = as_positive("support_tol", support_tol)
+    w_feasible = _separating_vector(Z)
+    if method == "slsqp":
+        res = optimize.minimize(lambda w: 0.5 * w @ w, w_feasible, jac=lambda w: w, method="SLSQP",
+                                constraints=[{"type": "ineq", "fun": lambda w: Z @ w - 1.0, "jac": lambda w: Z}],
+                                options={"ftol": 1e-15, "maxiter": 1000})
+        w, alpha = _refine(Z, res.x, support_tol)
+    elif method == "sklearn":
+        from sklearn.svm import SVC
+
+        clf = SVC(kernel="linear", C=1e10, tol=1e-10).fit(np.vstack([Z, -Z]), np.r_[np.ones(len(Z)), -np.ones(len(Z))])
+        w = clf.coef_[0].astype(float)
+        alpha = np.zeros(len(Z))
+        np.add.at(alpha, clf.support_ % len(Z), np.abs(clf.dual_coef_[0]))  # lambda_i = a_i + b_i (both copies)
+    else:
+        raise ValueError(f"method must be 'slsqp' or 'sklearn'; got {method!r}")
+    support = np.flatnonzero(Z @ w < 1.0 + support_tol)
+    return MaxMargin(w_hat=w, gamma=float(1.0 / np.linalg.norm(w)), support=support, alpha=alpha)
+
+
+def kkt_residuals(Z: ArrayLike, mm: MaxMargin) -> dict[str, float]:
+    """How far (w_hat, alpha) is from the KKT conditions of the SVM (eq-soudry-kkt); all are 0 at the optimum.
+
+    primal: max_i (1 - <w, z_i>)_+;  dual: max_i (-alpha_i)_+;  stationarity: ||w - Z^T alpha||;
+    complementarity: max_i |alpha_i (<w, z_i> - 1)|.
+    """
+    Z = _as_Z(Z)
+    w, alpha = np.asarray(mm.w_hat, dtype=float), np.asarray(mm.alpha, dtype=float)
+    if w.shape != (Z.shape[1],) or alpha.shape != (Z.shape[0],):
+        raise ValueError(f"mm does not match Z {Z.shape}: w_hat {w.shape}, alpha {alpha.shape}")
+    m = Z @ w
+    return {"primal": float(max(0.0, np.max(1.0 - m))), "dual": float(max(0.0, np.max(-alpha))),
+            "stationarity": float(np.linalg.norm(w - Z.T @ alpha)),
+            "complementarity": float(np.max(np.abs(alpha * (m - 1.0))))}
+
+
+def second_margin(Z: ArrayLike, mm: MaxMargin) -> float:
+    """The smallest margin off the support in units of the SVM margin, min_{i not in S} <w_hat, z_i> (>= 1).
+
+    Corrections from the non-support points decay like k^-(m2 - 1) (eq-soudry-second-margin); inf if none.
+    """
+    Z = _as_Z(Z)
+    off = np.setdiff1d(np.arange(len(Z)), mm.support)
+    return float(np.min(Z[off] @ mm.w_hat)) if off.size else float("inf")
+
+
+# ---------------------------------------------------------------------------------------------- theory
+def soudry_w_tilde(Z: ArrayLike, mm: MaxMargin, eta: ArrayLike,
+                   reduction: Literal["sum", "mean"] = "sum") -> np.ndarray:
+    """The limit w_tilde of the residual w(k) - w_hat ln k of GD (eq-soudry-w-tilde), k counting steps.
+
+    Solves eta' exp(-<w_tilde, z_i>) = alpha_i on the support, i.e. Z_S w_tilde = ln(eta' / alpha_S), with
+    eta' = eta (sum loss) or eta / n (mean loss); the same for the exponential and the logistic loss (same tail).
+    Exact when the support vectors span R^d (the chapter's data); otherwise the least-norm solution, whose
+    component outside span(Z_S) GD does not determine this way. `eta` broadcasts: shape eta.shape + (d,).
+    """
+    Z = _as_Z(Z)
+    eta = np.asarray(eta, dtype=float)
+    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
+        raise ValueError(f"eta must be positive and finite; got {eta}")
+    eta_eff = eta / _reduction_scale(reduction, len(Z))
+    S = np.asarray(mm.support)
+    a = np.asarray(mm.alpha, dtype=float)[S]
+    if S.size == 0 or np.any(a <= 0):
+        raise ValueError("every support vector needs a positive multiplier (strict complementarity) for w_tilde; "
+                         f"got alpha on the support = {a}")
+    rhs = np.log(eta_eff)[..., None] - np.log(a)  # (..., |S|)
+    pinv = np.linalg.pinv(Z[S])  # (d, |S|)
+    return rhs @ pinv.T
+
+
+def asymptotic_w(t: ArrayLike, mm: MaxMargin, w_tilde: ArrayLike) -> np.ndarray:
+    """w_hat ln t + w_tilde (eq-soudry-asymptotics) at GD step t >= 1; shape t.shape + w_tilde.shape."""
+    t, w_tilde = np.asarray(t, dtype=float), np.asarray(w_tilde, dtype=float)
+    if np.any(~np.isfinite(t)) or np.any(t <= 0):
+        raise ValueError("t (GD steps) must be positive and finite")
+    if w_tilde.shape[-1:] != np.shape(mm.w_hat):
+        raise ValueError(f"w_tilde must end in d = {np.size(mm.w_hat)}; got shape {w_tilde.shape}")
+    lt = np.log(t).reshape(t.shape + (1,) * w_tilde.ndim)
+    return lt * np.asarray(mm.w_hat, dtype=float) + w_tilde
+
+
+def gf_loss_bounds(t: ArrayLike, L0: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient-flow bounds 1/(1/L0 + t) <= L(t) <= 1/(1/L0 + gamma^2 t) (eq-soudry-loss-bounds, T5.1).
+
+    Exponential sum loss, ||z_i|| <= 1, gamma the margin of a unit separator (at most the SVM margin); t is flow
+    time (t = eta k for GD). Returns (lower, upper).
+    """
+    t = _as_time(t)
+    L0, gamma = as_positive("L0", L0), _as_gamma(gamma)
+    return 1.0 / (1.0 / L0 + t), 1.0 / (1.0 / L0 + gamma**2 * t)
+
+
+def gf_norm_bounds(t: ArrayLike, L0: float, gamma: float, n: int, r0: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient-flow bounds on r = ||w|| (eq-soudry-norm-bounds, T5.1): returns (lower, upper) with
+
+    lower = ln(n (1/L0 + gamma^2 t))   (from L >= n e^{-r} and the upper loss bound),
+    upper = r0 + gamma^-2 ln(1 + gamma^2 L0 t)   (from |dr/dt| <= L and the upper loss bound).
+    """
+    t = _as_time(t)
+    L0, gamma, n = as_positive("L0", L0), _as_gamma(gamma), as_int("n", n, minimum=1)
+    if not np.isfinite(r0) or r0 < 0:
+        raise ValueError(f"r0 (initial norm) must be finite and >= 0; got {r0!r}")
+    return np.log(n * (1.0 / L0 + gamma**2 * t)), r0 + np.log1p(gamma**2 * L0 * t) / gamma**2
+
+
+def stability_limit(Z: ArrayLike, loss: Literal["exp", "logistic"] = "exp",
+                    reduction: Literal["sum", "mean"] = "sum", w0: ArrayLike | None = None) -> float:
+    """The largest stable step 2 / beta, with beta the curvature that governs the start of GD.
+
+    exp: beta = lambda_max(sum_i e^{-m_i(w0)} z_i z_i^T) (the Hessian at w0, largest there since the margins grow);
+    logistic: beta = lambda_max(Z^T Z) / 4 (a global bound). Divided by n for the mean loss.
+    """
+    Z = _as_Z(Z)
+    scale = _reduction_scale(reduction, len(Z))
+    if loss == "exp":
+        w = np.zeros(Z.shape[1]) if w0 is None else np.asarray(w0, dtype=float)
+        weights = np.exp(-np.clip(Z @ w, -700.0, None))
+        beta = np.linalg.eigvalsh((Z * weights[:, None]).T @ Z)[-1]
+    elif loss == "logistic":
+        beta = np.linalg.eigvalsh(Z.T @ Z)[-1] / 4.0
+    else:
+        raise ValueError(f"loss must be 'exp' or 'logistic'; got {loss!r}")
+    return float(2.0 * scale / beta)
+
+
+# -------------------------------------------------------------------------------------------- simulator
+def gd_separable(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray, T: int, checkpoints: int | ArrayLike = 60,
+                 loss: Literal["exp", "logistic"] = "exp", reduction: Literal["sum", "mean"] = "sum",
+                 w0: ArrayLike | None = None, device: str | torch.device | None = None,
+                 mm: MaxMargin | None = None) -> History:
+    """GD w_{k+1} = w_k - eta grad L(w_k) on separable data, batched over the step sizes `etas` (B,), float64.
+
+    Records at `checkpoints` (a count of log-spaced steps in [1, T], or explicit steps), always with 0 and T:
+    "loss" (K, B), "norm" ||w|| (K, B), "angle_gap" ||w/||w|| - w_hat/||w_hat|||| (K, B; NaN where w = 0),
+    "margin_gap" gamma - min_i <w, z_i>/||w|| (K, B) and "w" (K, B, d). final: "w" (B, d), "etas", "mm".
+    `mm`: the max-margin solution of Z if already computed (else solved here; it defines the gaps).
+    On the CPU the loop runs on one thread. Raises ValueError for bad input (non-separable Z, eta outside
+    (0, stability_limit), shapes, unknown loss or reduction), DivergenceError if the iterates leave the finite
+    numbers (naming the step where this was detected).
+    """
+    Z = _as_Z(Z)
+    n, d = Z.shape
+    T = as_int("T", T, minimum=1)
+    if loss not in ("exp", "logistic"):
+        raise ValueError(f"loss must be 'exp' or 'logistic'; got {loss!r}")
+    scale = _reduction_scale(reduction, n)
+    mm = max_margin(Z) if mm is None else mm  # raises for non-separable Z
+    eta = np.atleast_1d(np.asarray(etas, dtype=float))
+    w_init = np.zeros(d) if w0 is None else np.asarray(w0, dtype=float)
+    if eta.ndim != 1 or w_init.shape != (d,) or not np.all(np.isfinite(w_init)):
+        raise ValueError(f"etas must be a float or a 1-D sequence and w0 a finite vector of length {d}; "
+                         f"got etas shape {eta.shape}, w0 shape {w_init.shape}")
+    limit = stability_limit(Z, loss, reduction, w_init)
+    if np.any(~np.isfinite(eta)) or np.any(eta <= 0) or np.any(eta >= limit):
+        raise ValueError(f"etas must lie in (0, {limit:.6g}), below the stability limit 2/beta of the {loss} "
+                         f"{reduction} loss at w0; got {eta}")
+    steps = _checkpoint_steps(T, checkpoints)
+    dev = get_device(device)
+    Zt = torch.as_tensor(Z, dtype=torch.float64, device=dev)  # (n, d)
+    ZnegT = (-Zt).T.contiguous()  # (d, n)
+    W = torch.as_tensor(np.tile(w_init, (len(eta), 1)), dtype=torch.float64, device=dev)  # (B, d)
+    eta_col = torch.as_tensor(eta / scale, dtype=torch.float64, device=dev)[:, None]  # (B, 1)
+    recs: list[torch.Tensor] = []
+    threads = torch.get_num_threads()
+    if dev.type == "cpu":  # (B, n) tensors are tiny: thread hand-offs would cost more than the arithmetic
+        torch.set_num_threads(1)
+    try:
+        _gd_loop(W, Zt, ZnegT, eta_col, steps, loss, recs)
+    finally:
+        torch.set_num_threads(threads)
+    Ws = torch.stack(recs).cpu().numpy()  # (K, B, d)
+    return History(steps=steps, metrics=_metrics(Ws, Z, mm, loss, scale), final={"w": Ws[-1], "etas": eta, "mm": mm})
+
+
+# ------------------------------------------------------------------------------------------------- helpers
+def _gd_loop(W: torch.Tensor, Zt: torch.Tensor, ZnegT: torch.Tensor, eta_col: torch.Tensor, steps: np.ndarray,
+             loss: str, recs: list[torch.Tensor]) -> None:
+    """The GD iteration in place on W (B, d), appending a copy of W at every step of `steps`."""
+    log_eta = eta_col.log()
+    k = 0
+    for target in steps:
+        while k < target:
+            if loss == "exp":  # eta' e^{-m} = exp(ln eta' - m), clipped so a bad start cannot overflow
+                G = torch.addmm(log_eta, W, ZnegT).clamp_(max=700.0).exp_()  # (B, n)
+            else:
+                G = torch.mm(W, ZnegT).sigmoid_().mul_(eta_col)  # eta' * (-l'(m)) = eta' sigma(-m)
+            W.addmm_(G, Zt)
+            k += 1
+            if k % 4096 == 0:
+                check_finite("w", W, k)
+        check_finite("w", W, k)
+        recs.append(W.clone())
+
+
+def _as_Z(Z: ArrayLike) -> np.ndarray:
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim != 2 or Z.shape[0] < 1 or Z.shape[1] < 1 or not np.all(np.isfinite(Z)):
+        raise ValueError(f"Z must be a finite (n, d) array with n, d >= 1; got shape {Z.shape}")
+    return Z
+
+
+def _as_time(t: ArrayLike) -> np.ndarray:
+    t = np.asarray(t, dtype=float)
+    if np.any(~np.isfinite(t)) or np.any(t < 0):
+        raise ValueError("t (flow time) must be finite and >= 0")
+    return t
+
+
+def _as_gamma(gamma: float) -> float:
+    gamma = as_positive("gamma", gamma)
+    if gamma > 1.0 + 1e-9:
+        raise ValueError(f"gamma must lie in (0, 1] (a margin of data with ||z_i|| <= 1); got {gamma}")
+    return gamma
+
+
+def _reduction_scale(reduction: str, n: int) -> float:
+    if reduction == "sum":
+        return 1.0
+    if reduction == "mean":
+        return float(n)
+    raise ValueError(f"reduction must be 'sum' or 'mean'; got {reduction!r}")
+
+
+def _separating_vector(Z: np.ndarray) -> np.ndarray:
+    """A w with Z w >= 1 (linear programme), or ValueError: the data are not separable through the origin."""
+    res = optimize.linprog(np.zeros(Z.shape[1]), A_ub=-Z, b_ub=-np.ones(len(Z)), bounds=[(None, None)] * Z.shape[1],
+                           method="highs")
+    if res.status != 0 or np.min(Z @ res.x) < 1.0 - 1e-7:
+        raise ValueError("Z is not linearly separable through the origin: no w has <w, z_i> > 0 for every row, so "
+                         "the max-margin problem has no solution")
+    return res.x
+
+
+def _refine(Z: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact KKT solve on the support S detected from w: (Z_S Z_S^T) lam = 1, lam >= 0, w = Z_S^T lam."""
+    S = np.flatnonzero(Z @ w < 1.0 + tol)
+    G = Z[S] @ Z[S].T
+    lam = np.linalg.lstsq(G, np.ones(len(S)), rcond=None)[0]
+    if np.any(lam < 0):
+        lam = optimize.nnls(G, np.ones(len(S)))[0]
+    w_ref = Z[S].T @ lam
+    if np.min(Z @ w_ref) < 1.0 - 1e-9 or np.linalg.norm(w_ref - w) > 1e-4 * (1.0 + np.linalg.norm(w)):
+        raise ValueError("SLSQP and the refinement on its support disagree; try another support_tol")
+    alpha = np.zeros(len(Z))
+    alpha[S] = lam
+    return w_ref, alpha
+
+
+def _checkpoint_steps(T: int, checkpoints: int | ArrayLike) -> np.ndarray:
+    if isinstance(checkpoints, int | np.integer) and not isinstance(checkpoints, bool):
+        c = as_int("checkpoints", checkpoints, minimum=2)
+        steps = np.round(np.geomspace(1, T, c)).astype(np.int64)
+    else:
+        steps = np.asarray(checkpoints)
+        if steps.ndim != 1 or steps.dtype.kind not in "iu" or np.any(steps < 0) or np.any(steps > T):
+            raise ValueError(f"checkpoints must be a count >= 2 or 1-D integer steps in [0, T={T}]")
+    return np.unique(np.r_[0, steps, T]).astype(np.int64)
+
+
+def _metrics(Ws: np.ndarray, Z: np.ndarray, mm: MaxMargin, loss: str, scale: float) -> dict[str, np.ndarray]:
+    m = Ws @ Z.T  # (K, B, n)
+    ell = np.exp(-np.clip(m, -700.0, None)) if loss == "exp" else np.logaddexp(0.0, -m)
+    norm = np.linalg.norm(Ws, axis=-1)  # (K, B)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = np.where(norm[..., None] > 0, Ws / norm[..., None], np.nan)
+        u_hat = mm.w_hat / np.linalg.norm(mm.w_hat)
+        return {"loss": ell.sum(-1) / scale, "norm": norm, "angle_gap": np.linalg.norm(u - u_hat, axis=-1),
+                "margin_gap": mm.gamma - np.min(u @ Z.T, axis=-1), "w": Ws}
+
+
+def _uniform_ball(rng: np.random.Generator, size: int, d: int) -> np.ndarray:
+    x = rng.standard_normal((size, d))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x * rng.uniform(0, 1, (size, 1)) ** (1.0 / d)

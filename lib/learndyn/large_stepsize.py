@@ -1,0 +1,338 @@
+"""Large step sizes in logistic regression (Ch 7): the edge-of-stability phase, the stable phase and acceleration.
+
+Setup (Ch 7, eq. `eq-wu-loss`): rows z_i = y_i x_i of Z (n, d) with ||z_i|| <= 1, separable with margin gamma by a
+unit w_*; the **mean** logistic loss L(w) = (1/n) sum_i l(<w, z_i>), l(m) = log(1 + e^{-m}); GD
+w_{t+1} = w_t - eta grad L(w_t) from w_0 = 0 with a constant step eta (t counts steps; no flow time here).
+
+Theory (numpy, float64, broadcasting): `logistic_loss`, `logistic_grad` (stable: log-add-exp and expit),
+`smoothness` (beta = lambda_max(Z^T Z / n) / 4, eq. `eq-wu-smoothness`), `eos_average_bound` (Theorem
+`thm-wu-eos`, eq. `eq-wu-eos-bound`), `stable_entry` (the hypothesis of Lemma `thm-wu-stable`), `max_margin`.
+Simulators (torch, float64, batched over step sizes on a leading axis B, on `device`): `gd_logistic`, `rate_sweep`.
+Data: `narrow_margin_2d` (the chapter's small-margin data set), `digits_01` (scikit-learn's bundled digits).
+Reference: Wu, Bartlett, Telgarsky & Yu, "Large stepsize gradient descent for logistic loss" (COLT 2024).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import torch
+from numpy.typing import ArrayLike
+from scipy import optimize, special
+
+from .core import DivergenceError, History, as_int, as_positive, get_device, loglog_slope
+
+__all__ = [
+    "narrow_margin_2d",
+    "digits_01",
+    "max_margin",
+    "logistic_loss",
+    "logistic_grad",
+    "smoothness",
+    "gd_logistic",
+    "eos_average_bound",
+    "stable_entry",
+    "rate_sweep",
+]
+
+_NORM_TOL = 1e-12  # rows rescaled to norm 1 may come out at 1 + a few ulps
+
+
+# --- data -------------------------------------------------------------------------------------------------------
+def narrow_margin_2d(n: int = 32, gamma: float = 0.05, spread: float = 0.02, seed: int = 0) -> np.ndarray:
+    """The chapter's separable 2-D data set with a small margin (Ch 7, V7.1-V7.5); rows z_i = y_i x_i, shape (n, 2).
+
+    z_i = (gamma + |N(0, spread^2)|, b_i) with b_i ~ U[-1, 1] sqrt(1 - gamma^2), each row then divided by
+    max(1, ||z_i||) so that ||z_i|| <= 1. The unit vector e_1 separates the data with margin close to gamma; the
+    max margin gamma_* (see `max_margin`) is slightly above gamma. The second coordinate, orthogonal to the
+    separating direction, is where large steps oscillate.
+    """
+    n = as_int("n", n, minimum=2)
+    gamma = as_positive("gamma", gamma)
+    if gamma >= 1:
+        raise ValueError(f"gamma (the margin) must be in (0, 1) for rows of norm <= 1; got {gamma!r}")
+    if isinstance(spread, bool) or not isinstance(spread, int | float | np.integer | np.floating) or not (
+            np.isfinite(spread) and spread >= 0):
+        raise ValueError(f"spread must be a finite number >= 0; got {spread!r}")
+    rng = np.random.default_rng(as_int("seed", seed))
+    first = gamma + np.abs(rng.normal(0.0, float(spread), size=n))
+    second = rng.uniform(-1.0, 1.0, size=n) * np.sqrt(1.0 - gamma**2)
+    Z = np.stack([first, second], axis=1)
+    return Z / np.maximum(1.0, np.linalg.norm(Z, axis=1, keepdims=True))
+
+
+def digits_01(center: bool = True) -> np.ndarray:
+    """Digits 0 (label -1) against 1 (label +1) of scikit-learn's bundled 8x8 digits, as rows z_i = y_i x_i.
+
+    Shape (360, 64). With `center`, the mean image is subtracted first (as in Ch 6); the pixels are then divided by
+    the largest row norm, so ||z_i|| <= 1 (Ch 7, V7.6). No download: the data set ships with scikit-learn.
+    """
+    from sklearn.datasets import load_digits  # local import: scikit-learn is only needed here
+
+    X, y = load_digits(n_class=2, return_X_y=True)
+    if center:
+        X = X - X.mean(axis=0)
+    X = X / np.linalg.norm(X, axis=1).max()
+    return np.where(y == 1, 1.0, -1.0)[:, None] * X
+
+
+def max_margin(Z: ArrayLike) -> tuple[np.ndarray, float]:
+    """The max-margin direction and margin: w_hat = argmax_{||w|| = 1} min_i <w, z_i>, gamma_* = min_i <w_hat, z_i>.
+
+    Solves the hard-margin SVM min 1/2 ||v||^2 subject to Z v >= 1 (SLSQP, then an exact refinement on the support
+    vectors), and returns (v / ||v||, 1 / ||v||). Raises ValueError when Z is not linearly separable.
+    """
+    Z = _as_data(Z, separable=True)
+    v0 = _separating_direction(Z)
+    res = optimize.minimize(lambda v: 0.5 * v @ v, v0, jac=lambda v: v, method="SLSQP",
+                            constraints=[{"type": "ineq", "fun": lambda v: Z @ v - 1.0, "jac": lambda v: Z}],
+                            options={"ftol": 1e-15, "maxiter": 1000})
+    v = res.x if np.all(Z @ res.x >= 1.0 - 1e-7) else v0
+    v = _refine_on_support(Z, v)
+    norm = float(np.linalg.norm(v))
+    w_hat = v / norm
+    return w_hat, float(np.min(Z @ w_hat))
+
+
+# --- theory (numpy) ---------------------------------------------------------------------------------------------
+def logistic_loss(Z: ArrayLike, w: ArrayLike) -> np.ndarray | float:
+    """Mean logistic loss L(w) = (1/n) sum_i log(1 + exp(-<w, z_i>)), eq. `eq-wu-loss` (Ch 7).
+
+    Computed as logaddexp(0, -m), exact for every margin m (no overflow at m = -1e6, no underflow to 0 before
+    exp(-m) does). Z: (..., n, d); w: (..., d); leading axes broadcast (matmul rules). Returns a float for a
+    single (Z, w), else an array of the broadcast batch shape.
+    """
+    Z, w = _as_data(Z), _as_weights(Z, w)
+    out = np.logaddexp(0.0, -_margins(Z, w)).mean(axis=-1)
+    return float(out) if out.ndim == 0 else out
+
+
+def logistic_grad(Z: ArrayLike, w: ArrayLike) -> np.ndarray:
+    """Gradient of the mean logistic loss, grad L(w) = (1/n) sum_i l'(<w, z_i>) z_i with l'(m) = -expit(-m).
+
+    Eq. `eq-wu-grad` (Ch 7). Stable for every margin (scipy's expit). Shapes as in `logistic_loss`; returns
+    (..., d).
+    """
+    Z, w = _as_data(Z), _as_weights(Z, w)
+    s = special.expit(-_margins(Z, w))  # |l'(m_i)|, shape (..., n)
+    return -(s[..., None, :] @ Z)[..., 0, :] / Z.shape[-2]
+
+
+def smoothness(Z: ArrayLike) -> float | np.ndarray:
+    """The global smoothness of the mean logistic loss, beta = lambda_max(Z^T Z / n) / 4, eq. `eq-wu-smoothness`.
+
+    Since 0 < l'' <= 1/4, the Hessian (1/n) sum_i l''(m_i) z_i z_i^T is at most (1/4) Z^T Z / n, with equality at
+    w = 0: beta is the largest sharpness the loss ever has. Classical GD analysis needs eta < 2 / beta.
+    Z: (..., n, d); returns a float, or an array for batched Z.
+    """
+    Z = _as_data(Z)
+    lam = np.linalg.eigvalsh(np.swapaxes(Z, -1, -2) @ Z / Z.shape[-2])[..., -1]
+    out = lam / 4.0
+    return float(out) if out.ndim == 0 else out
+
+
+def eos_average_bound(t: ArrayLike, eta: ArrayLike, gamma: ArrayLike) -> np.ndarray:
+    """Theorem `thm-wu-eos` (eq. `eq-wu-eos-bound`): for every step size eta > 0 and t >= 1 with gamma^2 eta t >= 1,
+
+        (1/t) sum_{k<t} L(w_k) <= [1 + ln^2(gamma^2 eta t) + eta^2 / 4] / (gamma^2 eta t),
+
+    for GD from w_0 = 0 on data with ||z_i|| <= 1 separated with margin gamma by a unit vector. Where
+    gamma^2 eta t < 1 the comparator of the proof is not available and the value is +inf (no bound).
+    Arguments broadcast; gamma in (0, 1].
+    """
+    t, eta, gamma = (np.asarray(x, dtype=float) for x in (t, eta, gamma))
+    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
+        raise ValueError(f"eta (step size) must be positive and finite; got {eta}")
+    if not np.all(np.isfinite(gamma)) or np.any(gamma <= 0) or np.any(gamma > 1):
+        raise ValueError(f"gamma (margin) must be in (0, 1] for rows of norm <= 1; got {gamma}")
+    if not np.all(np.isfinite(t)) or np.any(t < 0):
+        raise ValueError("t (number of steps) must be finite and >= 0")
+    x = gamma**2 * eta * t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = (1.0 + np.log(x) ** 2 + eta**2 / 4.0) / x
+    return np.where(x >= 1.0, bound, np.inf)
+
+
+def stable_entry(losses: ArrayLike, eta: float, c: float = 0.5) -> int | None:
+    """The first step s with eta L(w_s) <= c, the hypothesis of Lemma `thm-wu-stable` (c = 1/2), or None.
+
+    From s on, the lemma guarantees a monotone decrease; s marks the end of the edge-of-stability phase.
+    `losses`: the 1-D loss history L(w_0), ..., L(w_T) of one run.
+    """
+    losses = np.asarray(losses, dtype=float)
+    if losses.ndim != 1 or losses.size == 0:
+        raise ValueError(f"losses must be a non-empty 1-D loss history; got shape {losses.shape}")
+    if not np.all(np.isfinite(losses)):
+        raise ValueError("losses must be finite (found NaN or inf)")
+    eta, c = as_positive("eta", eta), as_positive("c", c)
+    hits = np.flatnonzero(eta * losses <= c)
+    return int(hits[0]) if hits.size else None
+
+
+# --- simulators (torch) -----------------------------------------------------------------------------------------
+def gd_logistic(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray | torch.Tensor, T: int,
+                w0: ArrayLike | None = None, device: str | torch.device | None = None,
+                record: Literal["all", "loss"] = "all") -> History:
+    """GD on the mean logistic loss, batched over B step sizes: w_{t+1} = w_t - eta_b grad L(w_t), t = 0..T-1.
+
+    float64 torch on `device` (default: CUDA when present). Z (n, d) must satisfy the chapter's assumptions
+    (||z_i|| <= 1, linearly separable; eq. `eq-wu-assumptions`); w0 defaults to 0.
+    Records, with time leading (History convention), steps 0..T:
+      "loss" (T+1, B), "grad_norm2" (T+1, B) = ||grad L(w_t)||^2, and with record="all" also "w" (T+1, B, d).
+    final: "w" (B, d), "etas" (B,). Raises DivergenceError (naming the step) if a loss is not finite.
+    """
+    Z = _as_data(Z, separable=True, unit_ball=True)
+    n, d = Z.shape
+    eta = _as_etas(etas)
+    T = as_int("T", T, minimum=1)
+    if record not in ("all", "loss"):
+        raise ValueError(f"record must be 'all' or 'loss'; got {record!r}")
+    dev = get_device(device)
+    B = eta.size
+    Zt = torch.as_tensor(Z, dtype=torch.float64, device=dev)  # (n, d)
+    W = _initial_weights(w0, B, d).to(dev)  # (B, d)
+    eta_t = torch.as_tensor(eta, dtype=torch.float64, device=dev)[:, None]  # (B, 1)
+    losses = torch.empty(T + 1, B, dtype=torch.float64, device=dev)
+    gn2 = torch.empty(T + 1, B, dtype=torch.float64, device=dev)
+    ws = torch.empty(T + 1, B, d, dtype=torch.float64, device=dev) if record == "all" else None
+    zero = torch.zeros((), dtype=torch.float64, device=dev)
+    with _single_thread_if_tiny(dev, B * n * d):
+        W = _gd_loop(Zt, W, eta_t, T, losses, gn2, ws, zero)
+    loss_np = losses.cpu().numpy()
+    _raise_if_diverged(loss_np, eta)
+    metrics = {"loss": loss_np, "grad_norm2": gn2.cpu().numpy()}
+    if ws is not None:
+        metrics["w"] = ws.cpu().numpy()
+    return History(np.arange(T + 1), metrics, {"w": W.cpu().numpy(), "etas": eta})
+
+
+def rate_sweep(Z: ArrayLike, Ts: Sequence[int], eta_fn: Callable[[int], float],
+               device: str | torch.device | None = None) -> tuple[np.ndarray, float]:
+    """Final losses L(w_T) for budgets T in `Ts`, each run with its own step eta_fn(T), and their log-log slope.
+
+    All budgets run in one batch of max(Ts) steps (the run with budget T is read at step T), so the cost is one
+    run of the longest budget. Returns (L_T of shape (len(Ts),), slope of log L_T against log T). Ch 7, V7.5:
+    slope -1 for a fixed classical step eta = 1/beta and about -2 for eta = T/20 (Theorem `thm-wu-accel`).
+    """
+    Ts = np.asarray(Ts)
+    if Ts.ndim != 1 or Ts.size < 2 or Ts.dtype.kind not in "iu":
+        raise ValueError(f"Ts must be a 1-D sequence of at least two integer budgets; got {Ts!r}")
+    if np.any(Ts < 1) or np.any(np.diff(Ts) <= 0):
+        raise ValueError(f"Ts must be increasing budgets >= 1; got {Ts.tolist()}")
+    if not callable(eta_fn):
+        raise TypeError(f"eta_fn must be a callable T -> step size; got {type(eta_fn).__name__}")
+    etas = np.array([as_positive(f"eta_fn({T})", eta_fn(int(T))) for T in Ts])
+    hist = gd_logistic(Z, etas, int(Ts.max()), device=device, record="loss")
+    L_T = hist["loss"][Ts, np.arange(Ts.size)]
+    return L_T, loglog_slope(Ts, L_T)
+
+
+# --- helpers ----------------------------------------------------------------------------------------------------
+def _as_data(Z: ArrayLike, separable: bool = False, unit_ball: bool = False) -> np.ndarray:
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim < 2 or Z.shape[-2] == 0 or Z.shape[-1] == 0:
+        raise ValueError(f"Z must hold rows z_i = y_i x_i, shape (n, d) with n, d >= 1; got shape {Z.shape}")
+    if not np.all(np.isfinite(Z)):
+        raise ValueError("Z must be finite (found NaN or inf)")
+    if unit_ball and np.linalg.norm(Z, axis=-1).max() > 1.0 + _NORM_TOL:
+        raise ValueError(f"Z must have rows of norm <= 1 (the theory assumes it); largest row norm is "
+                         f"{np.linalg.norm(Z, axis=-1).max():.6g}")
+    if separable:
+        if Z.ndim != 2:
+            raise ValueError(f"Z must be one data set of shape (n, d); got shape {Z.shape}")
+        if _separating_direction(Z) is None:
+            raise ValueError("Z must be linearly separable (some w with <w, z_i> > 0 for all i); it is not")
+    return Z
+
+
+def _as_weights(Z: np.ndarray, w: ArrayLike) -> np.ndarray:
+    w = np.asarray(w, dtype=float)
+    if w.ndim == 0 or w.shape[-1] != Z.shape[-1]:
+        raise ValueError(f"w must have shape (..., {Z.shape[-1]}) to match Z {Z.shape}; got {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("w must be finite (found NaN or inf)")
+    return w
+
+
+def _margins(Z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return (Z @ w[..., None])[..., 0]  # (..., n)
+
+
+def _separating_direction(Z: np.ndarray) -> np.ndarray | None:
+    """A v with Z v >= 1 (a linear program), or None when Z is not separable."""
+    n, d = Z.shape
+    res = optimize.linprog(np.zeros(d), A_ub=-Z, b_ub=-np.ones(n), bounds=[(None, None)] * d, method="highs")
+    return res.x if res.status == 0 else None
+
+
+def _refine_on_support(Z: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Solve the KKT system exactly on the active constraints; keep v if the refined point is not better."""
+    support = np.flatnonzero(Z @ v <= 1.0 + 1e-6)
+    if support.size == 0:
+        return v
+    S = Z[support]
+    alpha = np.linalg.lstsq(S @ S.T, np.ones(support.size), rcond=None)[0]
+    v_ref = S.T @ alpha
+    ok = np.all(alpha >= -1e-12) and np.all(Z @ v_ref >= 1.0 - 1e-12) and v_ref @ v_ref <= v @ v + 1e-9
+    return v_ref if ok else v
+
+
+def _as_etas(etas: float | Sequence[float] | np.ndarray | torch.Tensor) -> np.ndarray:
+    if isinstance(etas, torch.Tensor):
+        etas = etas.detach().cpu().numpy()
+    eta = np.atleast_1d(np.asarray(etas, dtype=float))
+    if eta.ndim != 1 or eta.size == 0:
+        raise ValueError(f"etas must be a step size or a 1-D sequence of step sizes; got shape {eta.shape}")
+    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
+        raise ValueError(f"etas (step sizes) must be positive and finite; got {eta.tolist()}")
+    return eta
+
+
+def _initial_weights(w0: ArrayLike | None, B: int, d: int) -> torch.Tensor:
+    if w0 is None:
+        return torch.zeros(B, d, dtype=torch.float64)
+    w = np.asarray(w0, dtype=float)
+    if w.shape not in ((d,), (B, d)) or not np.all(np.isfinite(w)):
+        raise ValueError(f"w0 must be finite with shape ({d},) or ({B}, {d}); got shape {w.shape}")
+    return torch.as_tensor(np.broadcast_to(w, (B, d)).copy(), dtype=torch.float64)
+
+
+def _gd_loop(Zt: torch.Tensor, W: torch.Tensor, eta_t: torch.Tensor, T: int, losses: torch.Tensor,
+             gn2: torch.Tensor, ws: torch.Tensor | None, zero: torch.Tensor) -> torch.Tensor:
+    """The GD iteration of `gd_logistic`; fills losses, gn2 (and ws) in place, returns the final weights."""
+    n = Zt.shape[0]
+    for t in range(T + 1):
+        M = W @ Zt.T  # margins, (B, n)
+        losses[t] = torch.logaddexp(zero, -M).mean(dim=1)
+        grad = -(torch.sigmoid(-M) @ Zt) / n  # (B, d)
+        gn2[t] = (grad * grad).sum(dim=1)
+        if ws is not None:
+            ws[t] = W
+        if t < T:
+            W = W - eta_t * grad
+    return W
+
+
+class _single_thread_if_tiny:
+    """On the CPU, run tiny problems on one thread: thread hand-offs cost more than the arithmetic."""
+
+    def __init__(self, device: torch.device, size: int, limit: int = 200_000) -> None:
+        self.active = device.type == "cpu" and size <= limit
+        self.saved = torch.get_num_threads()
+
+    def __enter__(self) -> None:
+        if self.active:
+            torch.set_num_threads(1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            torch.set_num_threads(self.saved)
+
+
+def _raise_if_diverged(losses: np.ndarray, eta: np.ndarray) -> None:
+    bad = ~np.isfinite(losses)
+    if bad.any():
+        step, b = np.argwhere(bad)[0]
+        raise DivergenceError(f"the logistic loss is no longer finite at step {step} (eta={eta[b]:g})")
