@@ -1,16 +1,24 @@
 """Deep linear networks: the loss, its symmetry and exact mode dynamics (Ch 1-2), with the simulators they are
-checked against.
+checked against (the torch simulators live in `deep_linear_sim` and are re-exported here).
 
 Two-layer model (Ch 1, eq. `eq-linreg-deep-loss`; Ch 2 for whitened inputs): E(W1, W2) = 1/2 ||Sigma - W2 W1||_F^2
 with W1 of shape (N2, N1), W2 of shape (N3, N2), Sigma = U S V^T of shape (N3, N1). Batched arguments carry leading
 axes (matmul broadcasting). GD step k is compared with flow time t = lr * k (Ch 2 writes tau = 1/lr).
 Theory: numpy, float64, broadcasting. Saxe, McClelland & Ganguli (2014); Baldi & Hornik (1989).
+
+Chapter 2 convention: tau dW/dt = -grad E with tau = 1/lr, so flow time t counts GD steps; the closed forms take
+`tau` and the GD step k is compared with t = k (equivalently t / tau = lr k).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
+from scipy import integrate
 
 from .core import DivergenceError, as_int, as_positive
 
@@ -21,6 +29,29 @@ __all__ = [
     "origin_hessian_spectrum",
     "scalar_gd_path",
     "scalar_gd",
+    "Task",
+    "svd_task",
+    "hierarchical_task",
+    "riccati_u",
+    "riccati_time",
+    "gd_half_steps",
+    "general_u_rhs",
+    "hyperbolic_u",
+    "hyperbolic_time",
+    "shallow_flow",
+    "shallow_gd",
+    "deep_balanced_rhs",
+    "deep_balanced_time",
+    "mode_strengths",
+    "effective_u0",
+    "half_times",
+    "check_effective_u0",
+    "decoupled_init",
+    "small_random_init",
+    "train_two_layer",
+    "train_chain",
+    "train_shallow",
+    "flow_two_layer",
 ]
 
 
@@ -99,3 +130,333 @@ def scalar_gd(s: float | np.ndarray, a0: float | np.ndarray, b0: float | np.ndar
     """Mode strengths u_k = a_k b_k of scalar GD (see `scalar_gd_path`); shape (steps + 1, *broadcast shape)."""
     A, B = scalar_gd_path(s, a0, b0, eta, steps)
     return A * B
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Chapter 2: tasks
+@dataclass
+class Task:
+    """A whitened-input regression task through its input-output correlation Sigma = U S V^T (Ch 2, `eq-saxe-svd`).
+
+    Sigma (N3, N1); U (N3, N3) and V (N1, N1) orthogonal; S (N3, N1) rectangular-diagonal; svals (r,) the
+    singular values s_1 >= ... >= s_r, r = min(N1, N3). All numpy float64.
+    """
+
+    Sigma: np.ndarray
+    U: np.ndarray
+    S: np.ndarray
+    V: np.ndarray
+    svals: np.ndarray
+
+
+def svd_task(N1: int, N3: int, svals: np.ndarray | list[float], seed: int = 0) -> Task:
+    """Sigma = U S V^T with the given singular values and Haar-random orthogonal U (N3, N3), V (N1, N1)."""
+    N1, N3 = as_int("N1", N1, minimum=1), as_int("N3", N3, minimum=1)
+    s = np.asarray(svals, dtype=float).ravel()
+    if s.size == 0 or s.size > min(N1, N3) or np.any(s < 0) or not np.all(np.isfinite(s)):
+        raise ValueError(f"svals must hold 1..min(N1, N3) = {min(N1, N3)} finite non-negative values; got {s}")
+    s = np.concatenate([np.sort(s)[::-1], np.zeros(min(N1, N3) - s.size)])
+    rng = np.random.default_rng(as_int("seed", seed))
+    U, V = _haar_orthogonal(N3, rng), _haar_orthogonal(N1, rng)
+    S = np.zeros((N3, N1))
+    S[np.arange(s.size), np.arange(s.size)] = s
+    return Task(U @ S @ V.T, U, S, V, s)
+
+
+def hierarchical_task(levels: int = 5, n_features: int = 1000, flip: float = 0.1, seed: int = 0) -> Task:
+    """Saxe et al.'s hierarchically structured data (Ch 2, V2.9): 2**levels items, X = I, features from a tree.
+
+    Each feature takes a random sign at the root of a binary tree and copies it down, each child flipping it
+    with probability `flip`; the leaves are the items. With X = I the task is Sigma = Y (n_features, 2**levels),
+    whose singular values come in groups of sizes 1, 1, 2, 4, ... (one per level of the tree).
+    """
+    levels, n_features = as_int("levels", levels, minimum=1), as_int("n_features", n_features, minimum=1)
+    if isinstance(flip, bool) or not isinstance(flip, int | float) or not 0 <= flip < 0.5:
+        raise ValueError(f"flip must be a probability in [0, 0.5); got {flip!r}")
+    rng = np.random.default_rng(as_int("seed", seed))
+    Y = rng.choice([-1.0, 1.0], size=(n_features, 1))
+    for _ in range(levels):
+        Y = np.repeat(Y, 2, axis=1)
+        Y = Y * np.where(rng.random(Y.shape) < flip, -1.0, 1.0)
+    U, s, Vt = np.linalg.svd(Y, full_matrices=True)
+    S = np.zeros_like(Y)
+    S[np.arange(s.size), np.arange(s.size)] = s
+    return Task(Y, U, S, Vt.T, s)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Chapter 2: closed forms (numpy, broadcasting). Time t is in the units of tau (tau = 1/lr: t counts GD steps).
+def riccati_u(t: ArrayLike, s: ArrayLike, u0: ArrayLike, tau: float = 1.0) -> np.ndarray:
+    """Balanced mode strength, eq. `eq-saxe-riccati`: the solution of tau du/dt = 2 u (s - u), u(0) = u0.
+
+        u(t) = s / (1 + (s/u0 - 1) exp(-2 s t / tau))      (this form does not overflow for t -> inf).
+
+    Holds for a balanced mode (a = b); u0 > 0, s > 0. Arguments broadcast.
+    """
+    t, s, u0 = _real("t", t), _positive("s", s), _positive("u0", u0)
+    tau = as_positive("tau", tau)
+    return s / (1.0 + (s / u0 - 1.0) * np.exp(-2.0 * s * t / tau))
+
+
+def riccati_time(u0: ArrayLike, uf: ArrayLike, s: ArrayLike, tau: float = 1.0) -> np.ndarray:
+    """Time for a balanced mode to go from u0 to uf, eq. `eq-saxe-time`:
+
+        t = tau / (2 s) ln[ uf (s - u0) / (u0 (s - uf)) ].     Needs 0 < u0, uf < s.  t_1/2: uf = s / 2.
+    """
+    s = _positive("s", s)
+    u0, uf = _inside("u0", u0, 0.0, s), _inside("uf", uf, 0.0, s)
+    tau = as_positive("tau", tau)
+    return tau / (2.0 * s) * np.log(uf * (s - u0) / (u0 * (s - uf)))
+
+
+def gd_half_steps(s: ArrayLike, u0: ArrayLike, eta: ArrayLike) -> np.ndarray:
+    """Steps GD needs to take a balanced mode from u0 to s/2, eq. `eq-saxe-gd-half`:
+
+        k_1/2 = ln((s - u0)/u0) / (2 ln(1 + eta s)),  from u_{k+1} = u_k (1 + eta (s - u_k))^2 on the plateau.
+
+    Accurate to about one step for eta s <= 0.15 (V2.3). Needs 0 < u0 < s, eta > 0.
+    """
+    s, eta = _positive("s", s), _positive("eta", eta)
+    u0 = _inside("u0", u0, 0.0, s)
+    return np.log((s - u0) / u0) / (2.0 * np.log1p(eta * s))
+
+
+def general_u_rhs(u: ArrayLike, s: ArrayLike, c0: ArrayLike, tau: float = 1.0) -> np.ndarray:
+    """du/dt for one mode with conserved c0 = a^2 - b^2, eq. `eq-saxe-general-u`: sqrt(c0^2 + 4 u^2) (s - u) / tau."""
+    u, s, c0 = _real("u", u), _positive("s", s), _real("c0", c0)
+    return np.sqrt(c0**2 + 4.0 * u**2) * (s - u) / as_positive("tau", tau)
+
+
+def hyperbolic_u(t: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, tau: float = 1.0) -> np.ndarray:
+    """Exact mode strength u = a b of tau a' = b (s - ab), tau b' = a (s - ab) from any (a0, b0), eq. `eq-saxe-hyp-u`.
+
+    With c = |a0^2 - b0^2|, R = sqrt(4 s^2 + c^2), x_pm = (2 s pm R) / c and x0 = exp(arcsinh(2 u0 / c)):
+
+        x(t) = (x_+ - x_- K e^{-R t / tau}) / (1 - K e^{-R t / tau}),  K = (x0 - x_+)/(x0 - x_-),  u = c (x - 1/x) / 4.
+
+    When |c0| < 1e-9 max(s, |u0|) the balanced solution is used instead (the limit c0 -> 0, where the formula above
+    loses digits): the Riccati law for u0 > 0, its time reversal (decay to the saddle) for u0 < 0. Arguments broadcast.
+    """
+    t, s, a0, b0 = _real("t", t), _positive("s", s), _real("a0", a0), _real("b0", b0)
+    tau = as_positive("tau", tau)
+    t, s, a0, b0 = np.broadcast_arrays(t, s, a0, b0)
+    c, u0 = np.abs(a0**2 - b0**2), a0 * b0
+    bal = c < 1e-9 * np.maximum(s, np.abs(u0))
+    cs = np.where(bal, 1.0, c)
+    R = np.sqrt(4.0 * s**2 + cs**2)
+    xp, xm = (2.0 * s + R) / cs, (2.0 * s - R) / cs
+    x0 = np.exp(np.arcsinh(2.0 * u0 / cs))
+    Ke = (x0 - xp) / (x0 - xm) * np.exp(-R * t / tau)
+    x = (xp - xm * Ke) / (1.0 - Ke)
+    u_hyp = cs * (x - 1.0 / x) / 4.0
+    u0s = np.where(u0 == 0.0, 1.0, u0)
+    u_bal = np.where(u0 == 0.0, 0.0, s / (1.0 + (s / u0s - 1.0) * np.exp(-2.0 * np.sign(u0) * s * t / tau)))
+    return np.where(bal, u_bal, u_hyp)
+
+
+def hyperbolic_time(uf: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, tau: float = 1.0) -> np.ndarray:
+    """Time for the exact (unbalanced) mode of `hyperbolic_u` to reach uf, eq. `eq-saxe-hyp-time`:
+
+        t = (tau / R) ln(K / y_f),  y_f = (x_f - x_+)/(x_f - x_-),  x_f = exp(arcsinh(2 uf / c)).
+
+    uf must lie strictly between u0 = a0 b0 and s (the mode moves monotonically towards s). Balanced modes
+    (|c0| below the threshold of `hyperbolic_u`) use `riccati_time`.
+    """
+    uf, s, a0, b0 = _real("uf", uf), _positive("s", s), _real("a0", a0), _real("b0", b0)
+    tau = as_positive("tau", tau)
+    uf, s, a0, b0 = np.broadcast_arrays(uf, s, a0, b0)
+    c, u0 = np.abs(a0**2 - b0**2), a0 * b0
+    bal = c < 1e-9 * np.maximum(s, np.abs(u0))
+    if np.any(bal & (u0 <= 0)):
+        raise ValueError("a0, b0: a balanced mode with a0 b0 <= 0 never reaches s (it sits on the saddle's stable set)")
+    lo, hi = np.minimum(u0, s), np.maximum(u0, s)
+    if not np.all((uf > lo) & (uf < hi)):
+        raise ValueError(f"uf must lie strictly between u0 = a0 b0 and s; got uf={uf}, u0={u0}, s={s}")
+    cs = np.where(bal, 1.0, c)
+    R = np.sqrt(4.0 * s**2 + cs**2)
+    xp, xm = (2.0 * s + R) / cs, (2.0 * s - R) / cs
+    x0, xf = np.exp(np.arcsinh(2.0 * u0 / cs)), np.exp(np.arcsinh(2.0 * uf / cs))
+    t_hyp = tau / R * np.log(((x0 - xp) / (x0 - xm)) / ((xf - xp) / (xf - xm)))
+    u0s = np.where(bal, u0, 0.5 * s)
+    ufs = np.where(bal, uf, 0.5 * s)
+    t_bal = tau / (2.0 * s) * np.log(ufs * (s - u0s) / (u0s * (s - ufs)))
+    return np.where(bal, t_bal, t_hyp)
+
+
+def shallow_flow(t: ArrayLike, s: ArrayLike, a0: ArrayLike, tau: float = 1.0) -> np.ndarray:
+    """Shallow network y = W x, eq. `eq-saxe-shallow`: tau a' = s - a, a(t) = s + (a0 - s) exp(-t / tau)."""
+    t, s, a0 = _real("t", t), _real("s", s), _real("a0", a0)
+    return s + (a0 - s) * np.exp(-t / as_positive("tau", tau))
+
+
+def shallow_gd(k: ArrayLike, s: ArrayLike, a0: ArrayLike, eta: ArrayLike) -> np.ndarray:
+    """GD on the shallow network, exactly, eq. `eq-saxe-shallow-gd`: a_k = s + (a0 - s)(1 - eta)^k."""
+    k, s, a0, eta = _real("k", k), _real("s", s), _real("a0", a0), _positive("eta", eta)
+    return s + (a0 - s) * (1.0 - eta) ** k
+
+
+def deep_balanced_rhs(u: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0) -> np.ndarray:
+    """du/dt of a balanced depth-D scalar chain u = a^D, eq. `eq-saxe-depth`: D u^(2 - 2/D) (s - u) / tau (u >= 0)."""
+    D = as_int("D", D, minimum=1)
+    u, s = _real("u", u), _positive("s", s)
+    if np.any(u < 0):
+        raise ValueError("u must be non-negative for the balanced chain (u = a^D with a >= 0)")
+    return D * u ** (2.0 - 2.0 / D) * (s - u) / as_positive("tau", tau)
+
+
+def deep_balanced_time(u0: ArrayLike, uf: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0) -> np.ndarray:
+    """Time for the balanced depth-D chain to go from u0 to uf (0 < u0, uf < s), eq. `eq-saxe-depth-time`:
+
+        t = tau int_{u0}^{uf} du / (D u^(2-2/D) (s - u)),   computed in the variable ln u (a smooth integrand).
+
+    D = 2 gives `riccati_time`; for D >= 3 and u0 -> 0, t_1/2 ~ tau u0^(-(D-2)/D) / ((D - 2) s).
+    """
+    D = as_int("D", D, minimum=1)
+    s = _positive("s", s)
+    u0, uf = _inside("u0", u0, 0.0, s), _inside("uf", uf, 0.0, s)
+    tau = as_positive("tau", tau)
+
+    def one(a: float, b: float, sv: float) -> float:
+        f = lambda v: 1.0 / (D * np.exp(v * (1.0 - 2.0 / D)) * (sv - np.exp(v)))  # noqa: E731
+        return tau * integrate.quad(f, np.log(a), np.log(b), epsabs=0.0, epsrel=1e-12, limit=200)[0]
+
+    return np.vectorize(one, otypes=[float])(u0, uf, s)
+
+
+def mode_strengths(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike) -> np.ndarray:
+    """Mode strengths u_alpha = (U^T W2 W1 V)_{alpha alpha}, alpha <= min(N1, N3), eq. `eq-saxe-modes`; batched."""
+    W1, W2, U, V = (_real(n, x) for n, x in (("W1", W1), ("W2", W2), ("U", U), ("V", V)))
+    _check_chain(W1, W2, U, V)
+    M = np.swapaxes(U, -1, -2) @ W2 @ W1 @ V
+    return np.diagonal(M, axis1=-2, axis2=-1)
+
+
+def effective_u0(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike, svals: ArrayLike,
+                 refined: bool = True) -> np.ndarray:
+    """Effective Riccati initial conditions of modes from a small random init, eq. `eq-saxe-u0-eff` (Ch 2, step 14).
+
+    a^alpha = column alpha of W1 V, b^alpha = row alpha of U^T W2, c_alpha = (a^alpha + b^alpha) / 2 (the part that
+    grows like e^{s t / tau}). Naive (refined=False): u0_alpha = ||c_alpha||^2. Refined: Gram-Schmidt in decreasing
+    order of s_alpha, u0_alpha = ||P_perp(c_1..c_{alpha-1}) c_alpha||^2 (later modes grow only in the hidden
+    directions earlier modes left free). Returns (..., r) in the order of `svals`; batched over leading axes.
+    """
+    W1, W2, U, V = (_real(n, x) for n, x in (("W1", W1), ("W2", W2), ("U", U), ("V", V)))
+    _check_chain(W1, W2, U, V)
+    s = _real("svals", svals).ravel()
+    r = s.size
+    if r > min(W1.shape[-1], W2.shape[-2]):
+        raise ValueError(f"svals has {r} values but there are only min(N1, N3) = {min(W1.shape[-1], W2.shape[-2])} "
+                         "modes")
+    a = (W1 @ V)[..., :, :r]                                   # (..., N2, r): columns a^alpha
+    b = np.swapaxes((np.swapaxes(U, -1, -2) @ W2)[..., :r, :], -1, -2)   # (..., N2, r): columns b^alpha
+    c = 0.5 * (a + b)
+    if not refined:
+        return np.sum(c**2, axis=-2)
+    out = np.empty(c.shape[:-2] + (r,))
+    basis: list[np.ndarray] = []                               # orthonormal (..., N2) vectors
+    for alpha in np.argsort(-s, kind="stable"):
+        v = c[..., :, alpha].copy()
+        for q in basis:
+            v -= np.sum(q * v, axis=-1, keepdims=True) * q
+        norm = np.linalg.norm(v, axis=-1, keepdims=True)
+        out[..., alpha] = norm[..., 0] ** 2
+        basis.append(v / np.where(norm > 0, norm, 1.0))
+    return out
+
+
+
+def half_times(steps: ArrayLike, modes: ArrayLike, svals: ArrayLike, frac: float = 0.5) -> np.ndarray:
+    """First time each mode reaches u = frac * s, linearly interpolated between recorded steps (NaN if never).
+
+    steps (K,), modes (K, ..., r) as recorded by the simulators, svals (r,). Returns (..., r). The interpolation
+    error is O(record_every^2) times the curvature of u, far below a step for the record intervals the book uses.
+    """
+    steps, modes, s = _real("steps", steps).ravel(), _real("modes", modes), _positive("svals", svals).ravel()
+    if modes.shape[0] != steps.size or modes.shape[-1] != s.size:
+        raise ValueError(f"modes must have shape (K={steps.size}, ..., r={s.size}); got {modes.shape}")
+    if not 0 < frac < 1:
+        raise ValueError(f"frac must lie in (0, 1); got {frac!r}")
+    y = modes / s - frac                                       # crosses zero upwards at the half-time
+    hit = y >= 0
+    first = np.argmax(hit, axis=0)                             # index of the first recorded step at or above
+    found = np.take_along_axis(hit, first[None], 0)[0] & (first > 0)
+    i = np.maximum(first, 1)
+    y1, y0 = np.take_along_axis(y, i[None], 0)[0], np.take_along_axis(y, (i - 1)[None], 0)[0]
+    t1, t0 = steps[i], steps[i - 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = t0 + (t1 - t0) * (-y0) / (y1 - y0)
+    return np.where(found, t, np.nan)
+
+
+def check_effective_u0(fn: Callable[..., ArrayLike], seed: int = 0) -> None:
+    """Checker for exercise `ex-saxe-gram-schmidt` (Ch 2): compare fn(W1, W2, U, V, svals) with `effective_u0`.
+
+    Uses unbatched random small weights (N1, N2, N3) = (6, 10, 8) and singular values given in a shuffled order (so
+    the Gram-Schmidt order must follow s, not the index). Raises AssertionError naming the first wrong mode.
+    """
+    rng = np.random.default_rng(as_int("seed", seed))
+    task = svd_task(6, 8, [3.0, 2.0, 1.0, 0.5, 0.25, 0.1], seed=seed)
+    perm = rng.permutation(6)
+    U = task.U.copy()
+    U[:, :6] = U[:, perm]
+    V, svals = task.V[:, perm], task.svals[perm]
+    W1, W2 = 1e-3 * rng.standard_normal((10, 6)), 1e-3 * rng.standard_normal((8, 10))
+    expected = effective_u0(W1, W2, U, V, svals)
+    got = np.asarray(fn(W1, W2, U, V, svals), dtype=float)
+    if got.shape != expected.shape:
+        raise AssertionError(f"effective u0 must have shape {expected.shape} (one value per mode); got {got.shape}")
+    bad = np.flatnonzero(~np.isclose(got, expected, rtol=1e-8, atol=0.0))
+    if bad.size:
+        i = int(bad[0])
+        raise AssertionError(f"mode with s = {svals[i]:g} (index {i}): got {got[i]:.6g}, expected {expected[i]:.6g}"
+                             " (Gram-Schmidt in decreasing order of s, u0 = squared norm of the projected c)")
+    print(f"check_effective_u0: all {got.size} modes agree with eq. eq-saxe-u0-eff to 1e-8")
+
+# ---------------------------------------------------------------------------------------------------------------
+def _real(name: str, x: ArrayLike) -> np.ndarray:
+    if isinstance(x, torch.Tensor):                            # weights straight from a simulator or an init
+        x = x.detach().cpu().numpy()
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a real number or an array of real numbers; got {type(x).__name__}") from err
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite; got {x!r}")
+    return arr
+
+
+def _positive(name: str, x: ArrayLike) -> np.ndarray:
+    arr = _real(name, x)
+    if np.any(arr <= 0):
+        raise ValueError(f"{name} must be positive; got {x!r}")
+    return arr
+
+
+def _inside(name: str, x: ArrayLike, lo: float, hi: np.ndarray) -> np.ndarray:
+    arr = _real(name, x)
+    if not np.all((arr > lo) & (arr < hi)):
+        raise ValueError(f"{name} must lie strictly between 0 and s; got {name}={x!r}, s={hi!r}")
+    return arr
+
+
+def _check_chain(W1: np.ndarray, W2: np.ndarray, U: np.ndarray, V: np.ndarray) -> None:
+    if W1.ndim < 2 or W2.ndim < 2 or W1.shape[-2] != W2.shape[-1]:
+        raise ValueError(f"W1 (N2, N1) and W2 (N3, N2) do not chain: W1 {W1.shape}, W2 {W2.shape}")
+    if U.shape[-2] != W2.shape[-2] or V.shape[-2] != W1.shape[-1]:
+        raise ValueError(f"U must have N3 = {W2.shape[-2]} rows and V N1 = {W1.shape[-1]} rows; got U {U.shape}, "
+                         f"V {V.shape}")
+
+
+def _haar_orthogonal(n: int, rng: np.random.Generator) -> np.ndarray:
+    q, r = np.linalg.qr(rng.standard_normal((n, n)))
+    return q * np.sign(np.diag(r))
+
+
+from .deep_linear_sim import (  # noqa: E402  (re-export; the simulators need nothing from this module at import)
+    decoupled_init,
+    flow_two_layer,
+    small_random_init,
+    train_chain,
+    train_shallow,
+    train_two_layer,
+)

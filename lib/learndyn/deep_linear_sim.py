@@ -1,0 +1,381 @@
+"""Simulators of deep linear networks (Ch 2): GD in torch, batched on a leading axis B, and a gradient-flow reference.
+
+Re-exported by `learndyn.deep_linear`; use them from there. Conventions of that module: W1 (N2, N1), W2 (N3, N2),
+Sigma = U S V^T (N3, N1), E = 1/2 ||Sigma - W2 W1||_F^2 (whitened inputs, eq. `eq-saxe-loss`), GD step k compared
+with flow time t = k when tau = 1/lr. Simulators run in float64 on `device` (default `learndyn.get_device()`) and
+return a `learndyn.core.History` whose metrics have the recorded steps as leading axis: "modes" (K, [B,] r),
+"loss" (K, [B]), ... . A run that leaves the finite numbers raises `DivergenceError` naming the step, or, with
+on_divergence="flag", records in `final["diverged_at"]` the first non-finite step of each run (-1: none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import torch
+from numpy.typing import ArrayLike
+from scipy import integrate
+
+from .core import DivergenceError, History, as_int, as_positive, get_device, make_generator
+
+if TYPE_CHECKING:
+    from .deep_linear import Task
+
+__all__ = ["decoupled_init", "small_random_init", "train_two_layer", "train_chain", "train_shallow", "flow_two_layer"]
+
+Tensor = torch.Tensor
+Device = str | torch.device | None
+OnDivergence = Literal["raise", "flag"]
+TRACKS = ("modes", "loss", "balance_drift", "offdiag", "drift_bound")
+
+
+def decoupled_init(task: Task, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLike | None = None,
+                   batch: int | None = None, seed: int = 0, device: Device = None) -> tuple[Tensor, Tensor]:
+    """Decoupled initial conditions, eq. `eq-saxe-decoupled-init`: W1 = R D1 V^T, W2 = U D2 R^T.
+
+    R (N2, N2) is orthogonal (Haar-random from `seed` when not given, one per batch element); D1 (N2, N1) and
+    D2 (N3, N2) are rectangular-diagonal with the mode amplitudes a0, b0 (scalars, shape (r,) or (B, r)).
+    Needs N2 >= r = number of modes. Returns float64 tensors W1 ([B,] N2, N1), W2 ([B,] N3, N2).
+    """
+    N2 = as_int("N2", N2, minimum=1)
+    r, (N3, N1) = task.svals.size, task.Sigma.shape
+    if N2 < r:
+        raise ValueError(f"N2 must be >= the number of modes r = {r} for orthonormal hidden directions; got {N2}")
+    a0, b0 = (np.asarray(x, dtype=float) for x in (a0, b0))
+    try:
+        lead = np.broadcast_shapes(a0.shape, b0.shape, (r,))[:-1]
+    except ValueError:
+        lead = (0, 0)                                          # flagged just below
+    if len(lead) > 1:
+        raise ValueError(f"a0 and b0 must be scalars or of shape (r,) or (B, r) with r = {r}; "
+                         f"got {a0.shape}, {b0.shape}")
+    if batch is not None:
+        batch = as_int("batch", batch, minimum=1)
+        if lead and lead[0] != batch:
+            raise ValueError(f"batch={batch} but a0/b0 have a leading axis of {lead[0]}")
+        lead = (batch,)
+    a0, b0 = np.broadcast_to(a0, (*lead, r)), np.broadcast_to(b0, (*lead, r))
+    gen = make_generator(seed)
+    if R is None:
+        q, rr = torch.linalg.qr(torch.randn(*lead, N2, N2, generator=gen, dtype=torch.float64))
+        Rt = q * torch.sign(torch.diagonal(rr, dim1=-2, dim2=-1)).unsqueeze(-2)
+    else:
+        Rt = torch.as_tensor(np.asarray(R, dtype=float))
+        eye = torch.eye(N2, dtype=torch.float64)
+        if Rt.shape[-2:] != (N2, N2) or not torch.allclose(Rt.transpose(-1, -2) @ Rt, eye, atol=1e-10):
+            raise ValueError(f"R must be an orthogonal ({N2}, {N2}) matrix")
+    D1, D2 = torch.zeros(*lead, N2, N1, dtype=torch.float64), torch.zeros(*lead, N3, N2, dtype=torch.float64)
+    idx = torch.arange(r)
+    D1[..., idx, idx], D2[..., idx, idx] = torch.as_tensor(a0.copy()), torch.as_tensor(b0.copy())
+    U, V = torch.as_tensor(task.U), torch.as_tensor(task.V)
+    W1, W2 = Rt @ D1 @ V.T, U @ D2 @ Rt.transpose(-1, -2)
+    dev = get_device(device)
+    return W1.to(dev), W2.to(dev)
+
+
+def small_random_init(N1: int, N2: int, N3: int, scale: float, batch: int | None = None, seed: int = 0,
+                      device: Device = None) -> tuple[Tensor, Tensor]:
+    """W1 ~ scale N(0, 1) of shape ([B,] N2, N1) and W2 ~ scale N(0, 1) of shape ([B,] N3, N2), float64.
+
+    Drawn on the CPU from a generator seeded by `seed` (so a run does not depend on the device), then moved.
+    """
+    N1, N2, N3 = (as_int(n, v, minimum=1) for n, v in (("N1", N1), ("N2", N2), ("N3", N3)))
+    scale = as_positive("scale", scale)
+    lead = () if batch is None else (as_int("batch", batch, minimum=1),)
+    gen = make_generator(seed)
+    W1 = scale * torch.randn(*lead, N2, N1, generator=gen, dtype=torch.float64)
+    W2 = scale * torch.randn(*lead, N3, N2, generator=gen, dtype=torch.float64)
+    dev = get_device(device)
+    return W1.to(dev), W2.to(dev)
+
+
+def train_two_layer(Sigma: ArrayLike | Tensor, W1: ArrayLike | Tensor, W2: ArrayLike | Tensor,
+                    lr: float | ArrayLike | Tensor, steps: int, record_every: int = 1,
+                    U: ArrayLike | None = None, V: ArrayLike | None = None,
+                    track: Sequence[str] = ("modes", "loss", "balance_drift"), device: Device = None,
+                    on_divergence: OnDivergence = "raise") -> History:
+    """Full-batch GD on E = 1/2 ||Sigma - W2 W1||_F^2, eq. `eq-saxe-gd`, batched over a leading axis of W1, W2.
+
+        W1 <- W1 + lr W2^T G,  W2 <- W2 + lr G W1^T,  G = Sigma - W2 W1.
+
+    `lr` is a float or a tensor of shape (B,) (one step size per run). Tracks any of "modes" (diag U^T W2 W1 V,
+    (K, [B,] r)), "loss", "balance_drift" (||C_k - C_0||_2 with C = W1 W1^T - W2^T W2), "offdiag" (largest
+    off-diagonal |entry| of U^T W2 W1 V) and "drift_bound" (lr sum_{j<k} lr ||grad E_j||_F^2, T2.2's bound on the
+    drift). U, V default to the SVD of Sigma. final: "W1", "W2" (numpy) and "diverged_at" with on_divergence="flag".
+    """
+    dev = get_device(device)
+    Sig, W1, W2 = (_tensor(n, x, dev) for n, x in (("Sigma", Sigma), ("W1", W1), ("W2", W2)))
+    if Sig.ndim != 2 or W1.shape[-2] != W2.shape[-1] or (W2.shape[-2], W1.shape[-1]) != tuple(Sig.shape):
+        raise ValueError(f"shapes do not chain: Sigma {tuple(Sig.shape)}, W1 {tuple(W1.shape)}, W2 {tuple(W2.shape)};"
+                         " expected Sigma (N3, N1), W1 ([B,] N2, N1), W2 ([B,] N3, N2)")
+    steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
+    lr_t = _lr(lr, W1, dev)
+    track = _tracks(track)
+    Ut, Vt = _basis(Sig, U, V, dev)
+    div = _Divergence(on_divergence, W1.shape[:-2], dev)
+    steps_rec, rec = [], {name: [] for name in track}
+    with _few_threads(dev, W1, W2):
+        W1, W2 = _gd_two_layer(Sig, W1, W2, lr_t, steps, record_every, track, Ut, Vt, div, steps_rec, rec)
+    return History.from_records(steps_rec, rec, {"W1": _np(W1), "W2": _np(W2), **div.final()})
+
+
+def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], lr: float | ArrayLike | Tensor,
+                steps: int, record_every: int = 1, U: ArrayLike | None = None, V: ArrayLike | None = None,
+                device: Device = None, on_divergence: OnDivergence = "raise") -> History:
+    """GD on a depth-D linear chain, E = 1/2 ||Sigma - W_D ... W_1||_F^2 (Ch 2, eq. `eq-saxe-depth`); batched.
+
+    Ws = [W_1, ..., W_D], W_j of shape ([B,] N_{j+1}, N_j); grad_{W_j} E = -(W_D..W_{j+1})^T G (W_{j-1}..W_1)^T.
+    Records "modes" (diag U^T P V of the product P) and "loss"; final: the list "Ws" (numpy).
+    """
+    dev = get_device(device)
+    Sig = _tensor("Sigma", Sigma, dev)
+    if len(Ws) < 1:
+        raise ValueError("Ws must hold at least one weight matrix")
+    Ws = [_tensor(f"Ws[{j}]", W, dev) for j, W in enumerate(Ws)]
+    for j in range(1, len(Ws)):
+        if Ws[j].shape[-1] != Ws[j - 1].shape[-2]:
+            raise ValueError(f"Ws[{j}] {tuple(Ws[j].shape)} does not chain with Ws[{j - 1}] {tuple(Ws[j - 1].shape)}")
+    if Sig.ndim != 2 or (Ws[-1].shape[-2], Ws[0].shape[-1]) != tuple(Sig.shape):
+        raise ValueError(f"Sigma {tuple(Sig.shape)} must have shape (rows of Ws[-1], columns of Ws[0])")
+    steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
+    lr_t = _lr(lr, Ws[0], dev)
+    Ut, Vt = _basis(Sig, U, V, dev)
+    div = _Divergence(on_divergence, Ws[0].shape[:-2], dev)
+    steps_rec, rec = [], {"modes": [], "loss": []}
+    with _few_threads(dev, *Ws):
+        for k in range(steps + 1):
+            pre = [None]                                           # pre[j] = W_j .. W_1 (None: identity)
+            for W in Ws:
+                pre.append(W if pre[-1] is None else W @ pre[-1])
+            G = Sig - pre[-1]
+            if k % record_every == 0 or k == steps:
+                steps_rec.append(k)
+                rec["modes"].append(_diag_modes(Ut, pre[-1], Vt))
+                rec["loss"].append(0.5 * (G**2).sum((-2, -1)))
+            if k == steps:
+                break
+            back, grads = G, [None] * len(Ws)                      # back = (W_D .. W_{j+1})^T G
+            for j in range(len(Ws) - 1, -1, -1):
+                grads[j] = -(back if pre[j] is None else back @ pre[j].transpose(-1, -2))
+                back = Ws[j].transpose(-1, -2) @ back
+            Ws = [W - lr_t * g for W, g in zip(Ws, grads, strict=True)]
+            div.check(k + 1, *Ws)
+    return History.from_records(steps_rec, rec, {"Ws": [_np(W) for W in Ws], **div.final()})
+
+
+def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, lr: float | ArrayLike | Tensor, steps: int,
+                  record_every: int = 1, U: ArrayLike | None = None, V: ArrayLike | None = None,
+                  device: Device = None) -> History:
+    """GD on the shallow network y = W x, E = 1/2 ||Sigma - W||_F^2: W <- W + lr (Sigma - W), eq. `eq-saxe-shallow-gd`.
+
+    Records "modes" (diag U^T W V) and "loss"; batched over a leading axis of W0.
+    """
+    dev = get_device(device)
+    Sig, W = _tensor("Sigma", Sigma, dev), _tensor("W0", W0, dev)
+    if Sig.ndim != 2 or W.shape[-2:] != Sig.shape:
+        raise ValueError(f"W0 must have the shape of Sigma {tuple(Sig.shape)} (plus a batch axis); "
+                         f"got {tuple(W.shape)}")
+    steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
+    lr_t = _lr(lr, W, dev)
+    Ut, Vt = _basis(Sig, U, V, dev)
+    div = _Divergence("raise", W.shape[:-2], dev)
+    steps_rec, rec = [], {"modes": [], "loss": []}
+    with _few_threads(dev, W):
+        for k in range(steps + 1):
+            G = Sig - W
+            if k % record_every == 0 or k == steps:
+                steps_rec.append(k)
+                rec["modes"].append(_diag_modes(Ut, W, Vt))
+                rec["loss"].append(0.5 * (G**2).sum((-2, -1)))
+            if k == steps:
+                break
+            W = W + lr_t * G
+            div.check(k + 1, W)
+    return History.from_records(steps_rec, rec, {"W": _np(W)})
+
+
+def flow_two_layer(Sigma: ArrayLike, W1: ArrayLike, W2: ArrayLike, t_eval: ArrayLike, rtol: float = 1e-10,
+                   atol: float = 1e-12, tau: float = 1.0, U: ArrayLike | None = None,
+                   V: ArrayLike | None = None) -> History:
+    """Reference gradient flow tau dW1/dt = W2^T G, tau dW2/dt = G W1^T (eq. `eq-saxe-flow`) by scipy's DOP853.
+
+    Shares no code with the GD simulators. Unbatched; numpy in, `History` out with steps = t_eval (increasing,
+    from t_eval[0] = 0) and metrics "modes", "loss", "balance_drift", "W1", "W2".
+    """
+    Sig, W1, W2 = (np.asarray(x, dtype=float) for x in (Sigma, W1, W2))
+    if Sig.ndim != 2 or W1.ndim != 2 or W2.ndim != 2 or W1.shape[0] != W2.shape[1] \
+            or (W2.shape[0], W1.shape[1]) != Sig.shape:
+        raise ValueError(f"flow_two_layer is unbatched; shapes must chain: Sigma (N3, N1), W1 (N2, N1), W2 (N3, N2);"
+                         f" got {Sig.shape}, {W1.shape}, {W2.shape}")
+    t = np.asarray(t_eval, dtype=float).ravel()
+    if t.size < 1 or t[0] != 0 or np.any(np.diff(t) <= 0):
+        raise ValueError("t_eval must start at 0 and increase strictly")
+    tau, rtol, atol = as_positive("tau", tau), as_positive("rtol", rtol), as_positive("atol", atol)
+    n1 = W1.size
+
+    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
+        A, B = y[:n1].reshape(W1.shape), y[n1:].reshape(W2.shape)
+        G = Sig - B @ A
+        return np.concatenate([(B.T @ G).ravel(), (G @ A.T).ravel()]) / tau
+
+    sol = integrate.solve_ivp(rhs, (0.0, t[-1]), np.concatenate([W1.ravel(), W2.ravel()]), method="DOP853",
+                              t_eval=t, rtol=rtol, atol=atol)
+    if not sol.success:
+        raise DivergenceError(f"solve_ivp failed: {sol.message}")
+    A = sol.y[:n1].T.reshape(-1, *W1.shape)
+    B = sol.y[n1:].T.reshape(-1, *W2.shape)
+    Ut, Vt = _basis(torch.as_tensor(Sig), U, V, torch.device("cpu"))
+    Un, Vn = Ut.numpy(), Vt.numpy()
+    C = A @ np.swapaxes(A, -1, -2) - np.swapaxes(B, -1, -2) @ B
+    r = min(Sig.shape)
+    metrics = {
+        "modes": np.diagonal(Un.T @ B @ A @ Vn, axis1=-2, axis2=-1)[:, :r],
+        "loss": 0.5 * np.sum((Sig - B @ A) ** 2, axis=(-2, -1)),
+        "balance_drift": np.linalg.norm(C - C[0], ord=2, axis=(-2, -1)),
+        "W1": A,
+        "W2": B,
+    }
+    return History(t, metrics, {"W1": A[-1], "W2": B[-1]})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def _gd_two_layer(Sig: Tensor, W1: Tensor, W2: Tensor, lr_t: Tensor, steps: int, record_every: int,
+                  track: tuple[str, ...], Ut: Tensor, Vt: Tensor, div: _Divergence, steps_rec: list[int],
+                  rec: dict[str, list[Tensor]]) -> tuple[Tensor, Tensor]:
+    """The loop of `train_two_layer` (appends to steps_rec and rec); returns the final weights."""
+    C0 = W1 @ W1.transpose(-1, -2) - W2.transpose(-1, -2) @ W2
+    bound = torch.zeros(W1.shape[:-2], dtype=torch.float64, device=W1.device)
+    for k in range(steps + 1):
+        G = Sig - W2 @ W1
+        if k % record_every == 0 or k == steps:
+            steps_rec.append(k)
+            for name, val in _metrics(track, G, W1, W2, Ut, Vt, C0, bound).items():
+                rec[name].append(val)
+        if k == steps:
+            break
+        g1, g2 = -W2.transpose(-1, -2) @ G, -G @ W1.transpose(-1, -2)
+        if "drift_bound" in track:
+            bound = bound + lr_t[..., 0, 0] ** 2 * ((g1**2).sum((-2, -1)) + (g2**2).sum((-2, -1)))
+        W1, W2 = W1 - lr_t * g1, W2 - lr_t * g2
+        div.check(k + 1, W1, W2)
+    return W1, W2
+
+
+@contextmanager
+def _few_threads(dev: torch.device, *Ws: Tensor) -> Iterator[None]:
+    """Run small CPU problems on one thread: intra-op threads only add synchronisation to tiny matmuls (measured:
+    GD on 32 x 32 weights took 0.2 s on one thread and 3.2 s on two, on a busy 2-core machine)."""
+    if dev.type != "cpu" or sum(W.numel() for W in Ws) > 1 << 16:
+        yield
+        return
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+class _Divergence:
+    """Per-step finiteness check: raise naming the step, or remember the first bad step of each run."""
+
+    def __init__(self, mode: str, lead: torch.Size, dev: torch.device) -> None:
+        if mode not in ("raise", "flag"):
+            raise ValueError(f"on_divergence must be 'raise' or 'flag'; got {mode!r}")
+        self.mode = mode
+        self.at = torch.full(lead, -1, dtype=torch.long, device=dev)
+
+    def check(self, step: int, *Ws: Tensor) -> None:
+        if bool(torch.isfinite(sum(W.sum() for W in Ws))):     # one reduction: cheap on the happy path
+            return
+        ok = torch.stack([torch.isfinite(W).flatten(-2).all(-1) for W in Ws]).all(0)
+        if bool(ok.all()):                                     # only the sum overflowed
+            return
+        if self.mode == "raise":
+            raise DivergenceError(f"the weights are no longer finite at step {step}: GD diverged "
+                                  "(try a smaller lr)")
+        self.at = torch.where((~ok) & (self.at < 0), step, self.at)
+
+    def final(self) -> dict[str, np.ndarray]:
+        return {"diverged_at": self.at.cpu().numpy()} if self.mode == "flag" else {}
+
+
+def _tensor(name: str, x: ArrayLike | Tensor, dev: torch.device) -> Tensor:
+    try:
+        t = torch.as_tensor(x if isinstance(x, Tensor) else np.asarray(x, dtype=float))
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be an array or a tensor of real numbers; got {type(x).__name__}") from err
+    if t.ndim < 2:
+        raise ValueError(f"{name} must be a matrix (with an optional leading batch axis); got shape {tuple(t.shape)}")
+    return t.to(device=dev, dtype=torch.float64)
+
+
+def _lr(lr: float | ArrayLike | Tensor, W: Tensor, dev: torch.device) -> Tensor:
+    """lr as a tensor broadcastable against W ([B,] n, m): shape () + (1, 1) or (B, 1, 1)."""
+    if isinstance(lr, int | float | np.integer | np.floating) and not isinstance(lr, bool):
+        return torch.tensor(as_positive("lr", lr), dtype=torch.float64, device=dev).reshape(1, 1)
+    t = torch.as_tensor(lr.detach().cpu().numpy() if isinstance(lr, Tensor) else np.asarray(lr, dtype=float))
+    if t.ndim != 1 or W.ndim != 3 or t.shape[0] != W.shape[0]:
+        raise ValueError(f"lr must be a positive float or of shape (B,) matching the batch of the weights "
+                         f"{tuple(W.shape)}; got shape {tuple(t.shape)}")
+    if not bool(torch.all(torch.isfinite(t) & (t > 0))):
+        raise ValueError(f"lr must be positive and finite; got {t.tolist()}")
+    return t.to(device=dev, dtype=torch.float64).reshape(-1, 1, 1)
+
+
+def _tracks(track: Sequence[str]) -> tuple[str, ...]:
+    track = (track,) if isinstance(track, str) else tuple(track)
+    unknown = [t for t in track if t not in TRACKS]
+    if unknown:
+        raise ValueError(f"track: unknown metric(s) {unknown}; choose from {TRACKS}")
+    return track
+
+
+def _basis(Sig: Tensor, U: ArrayLike | None, V: ArrayLike | None, dev: torch.device) -> tuple[Tensor, Tensor]:
+    if U is None or V is None:
+        Us, _, Vh = torch.linalg.svd(Sig.cpu().to(torch.float64), full_matrices=True)
+        U = Us if U is None else U
+        V = Vh.T if V is None else V
+    Ut = torch.as_tensor(np.asarray(U, dtype=float) if not isinstance(U, Tensor) else U).to(dev, torch.float64)
+    Vt = torch.as_tensor(np.asarray(V, dtype=float) if not isinstance(V, Tensor) else V).to(dev, torch.float64)
+    if Ut.shape[0] != Sig.shape[0] or Vt.shape[0] != Sig.shape[1]:
+        raise ValueError(f"U must have {Sig.shape[0]} rows and V {Sig.shape[1]} rows; got {tuple(Ut.shape)}, "
+                         f"{tuple(Vt.shape)}")
+    return Ut, Vt
+
+
+def _diag_modes(U: Tensor, P: Tensor, V: Tensor) -> Tensor:
+    M = U.T @ P @ V                                            # ([B,] N3', N1')
+    r = min(M.shape[-2:])
+    return torch.diagonal(M, dim1=-2, dim2=-1)[..., :r]
+
+
+def _metrics(track: tuple[str, ...], G: Tensor, W1: Tensor, W2: Tensor, U: Tensor, V: Tensor, C0: Tensor,
+             bound: Tensor) -> dict[str, Tensor]:
+    out: dict[str, Tensor] = {}
+    if "modes" in track or "offdiag" in track:
+        M = U.T @ W2 @ W1 @ V
+        r = min(M.shape[-2:])
+        if "modes" in track:
+            out["modes"] = torch.diagonal(M, dim1=-2, dim2=-1)[..., :r]
+        if "offdiag" in track:
+            eye = torch.zeros(M.shape[-2:], dtype=torch.bool, device=M.device)
+            eye[torch.arange(r), torch.arange(r)] = True
+            out["offdiag"] = M.masked_fill(eye, 0.0).abs().flatten(-2).amax(-1)
+    if "loss" in track:
+        out["loss"] = 0.5 * (G**2).sum((-2, -1))
+    if "balance_drift" in track:
+        D = W1 @ W1.transpose(-1, -2) - W2.transpose(-1, -2) @ W2 - C0
+        fin = torch.isfinite(D).flatten(-2).all(-1)            # a flagged, diverged run records NaN
+        norm = torch.linalg.matrix_norm(torch.where(fin[..., None, None], D, 0.0), ord=2)
+        out["balance_drift"] = torch.where(fin, norm, torch.nan)
+    if "drift_bound" in track:
+        out["drift_bound"] = bound.clone()
+    return out
+
+
+def _np(x: Tensor) -> np.ndarray:
+    return x.detach().cpu().numpy()
