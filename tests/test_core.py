@@ -93,3 +93,15 @@ def test_argument_validators():
         core.as_int("steps", -1)
     with pytest.raises(TypeError, match="steps"):
         core.as_int("steps", 2.0)
+
+
+def test_few_threads_if_small_restores_the_setting():
+    torch.set_num_threads(2)
+    with core.few_threads_if_small(torch.device("cpu"), 100):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == 2
+    with core.few_threads_if_small(torch.device("cpu"), 10**9):
+        assert torch.get_num_threads() == 2
+    with pytest.raises(RuntimeError), core.few_threads_if_small(torch.device("cpu"), 1):
+        raise RuntimeError("restored even on error")
+    assert torch.get_num_threads() == 2

@@ -14,14 +14,13 @@ on `device`. The lead re-exports this module from `learndyn.ssl`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from .core import History, as_int, as_positive, check_finite, get_device, make_generator
+from .core import History, as_int, as_positive, check_finite, few_threads_if_small, get_device, make_generator
 
 __all__ = [
     "gamma_matrix",
@@ -246,7 +245,7 @@ def train_barlow_linear(Gamma: ArrayLike, W0: ArrayLike, lr: float | ArrayLike, 
     _check_d(W0.shape[-2], W0, G)
     dev = get_device(device)
     Gt = torch.as_tensor(G, dtype=torch.float64, device=dev)
-    with _few_threads_if_small(W0, dev):
+    with few_threads_if_small(dev, np.asarray(W0).size):
         return _gd_loop(W0, lr, steps, record_every, dev, lambda k: Gt, G)
 
 
@@ -270,7 +269,7 @@ def train_barlow_views(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, st
 
     W0 = _real("W0", W0)
     _check_d(W0.shape[-2], W0, G)
-    with _few_threads_if_small(W0, dev):
+    with few_threads_if_small(dev, np.asarray(W0).size):
         return _gd_loop(W0, lr, steps, record_every, dev, batch_gamma, G)
 
 
@@ -357,21 +356,6 @@ def _gd_loop(W0: np.ndarray, lr: float | ArrayLike, steps: int, record_every: in
     if not batched:
         loss, eigC, modes, Wf = loss[:, 0], eigC[:, 0], modes[:, 0], Wf[0]
     return History(np.asarray(rec_steps), {"loss": loss, "eigC": eigC, "modes": modes}, {"W": Wf})
-
-
-@contextmanager
-def _few_threads_if_small(W0: np.ndarray, dev: torch.device) -> Iterator[None]:
-    """One CPU thread for small matrices: their cost is per-op overhead, which intra-op threads only add to on busy
-    cores (measured here: 4x slower with 2 threads than with 1 for d = 8, m = 64). Restores the setting."""
-    n = torch.get_num_threads()
-    small = dev.type == "cpu" and W0.size <= 1 << 16
-    if small:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if small:
-            torch.set_num_threads(n)
 
 
 def _real(name: str, x: ArrayLike) -> np.ndarray:

@@ -10,8 +10,7 @@ on_divergence="flag", records in `final["diverged_at"]` the first non-finite ste
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -19,7 +18,7 @@ import torch
 from numpy.typing import ArrayLike
 from scipy import integrate
 
-from .core import DivergenceError, History, as_int, as_positive, get_device, make_generator
+from .core import DivergenceError, History, as_int, as_positive, few_threads_if_small, get_device, make_generator
 
 if TYPE_CHECKING:
     from .deep_linear import Task
@@ -117,7 +116,7 @@ def train_two_layer(Sigma: ArrayLike | Tensor, W1: ArrayLike | Tensor, W2: Array
     Ut, Vt = _basis(Sig, U, V, dev)
     div = _Divergence(on_divergence, W1.shape[:-2], dev)
     steps_rec, rec = [], {name: [] for name in track}
-    with _few_threads(dev, W1, W2):
+    with few_threads_if_small(dev, _numel(W1, W2)):
         W1, W2 = _gd_two_layer(Sig, W1, W2, lr_t, steps, record_every, track, Ut, Vt, div, steps_rec, rec)
     return History.from_records(steps_rec, rec, {"W1": _np(W1), "W2": _np(W2), **div.final()})
 
@@ -145,7 +144,7 @@ def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], lr:
     Ut, Vt = _basis(Sig, U, V, dev)
     div = _Divergence(on_divergence, Ws[0].shape[:-2], dev)
     steps_rec, rec = [], {"modes": [], "loss": []}
-    with _few_threads(dev, *Ws):
+    with few_threads_if_small(dev, _numel(*Ws)):
         for k in range(steps + 1):
             pre = [None]                                           # pre[j] = W_j .. W_1 (None: identity)
             for W in Ws:
@@ -183,7 +182,7 @@ def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, lr: float |
     Ut, Vt = _basis(Sig, U, V, dev)
     div = _Divergence("raise", W.shape[:-2], dev)
     steps_rec, rec = [], {"modes": [], "loss": []}
-    with _few_threads(dev, W):
+    with few_threads_if_small(dev, _numel(W)):
         for k in range(steps + 1):
             G = Sig - W
             if k % record_every == 0 or k == steps:
@@ -264,19 +263,8 @@ def _gd_two_layer(Sig: Tensor, W1: Tensor, W2: Tensor, lr_t: Tensor, steps: int,
     return W1, W2
 
 
-@contextmanager
-def _few_threads(dev: torch.device, *Ws: Tensor) -> Iterator[None]:
-    """Run small CPU problems on one thread: intra-op threads only add synchronisation to tiny matmuls (measured:
-    GD on 32 x 32 weights took 0.2 s on one thread and 3.2 s on two, on a busy 2-core machine)."""
-    if dev.type != "cpu" or sum(W.numel() for W in Ws) > 1 << 16:
-        yield
-        return
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
+def _numel(*Ws: Tensor) -> int:
+    return sum(W.numel() for W in Ws)
 
 
 class _Divergence:

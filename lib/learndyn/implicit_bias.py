@@ -20,7 +20,7 @@ import torch
 from numpy.typing import ArrayLike
 from scipy import optimize
 
-from .core import History, as_int, as_positive, check_finite, get_device
+from .core import History, as_int, as_positive, check_finite, few_threads_if_small, get_device
 
 __all__ = [
     "separable_with_svs",
@@ -301,13 +301,8 @@ def gd_separable(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray, T: in
     W = torch.as_tensor(np.tile(w_init, (len(eta), 1)), dtype=torch.float64, device=dev)  # (B, d)
     eta_col = torch.as_tensor(eta / scale, dtype=torch.float64, device=dev)[:, None]  # (B, 1)
     recs: list[torch.Tensor] = []
-    threads = torch.get_num_threads()
-    if dev.type == "cpu":  # (B, n) tensors are tiny: thread hand-offs would cost more than the arithmetic
-        torch.set_num_threads(1)
-    try:
+    with few_threads_if_small(dev, W.numel() * Zt.shape[0]):  # (B, n) tensors: thread hand-offs cost more
         _gd_loop(W, Zt, ZnegT, eta_col, steps, loss, recs)
-    finally:
-        torch.set_num_threads(threads)
     Ws = torch.stack(recs).cpu().numpy()  # (K, B, d)
     return History(steps=steps, metrics=_metrics(Ws, Z, mm, loss, scale), final={"w": Ws[-1], "etas": eta, "mm": mm})
 

@@ -22,7 +22,7 @@ import torch
 from numpy.typing import ArrayLike
 from scipy import optimize, special
 
-from .core import DivergenceError, History, as_int, as_positive, get_device, loglog_slope
+from .core import DivergenceError, History, as_int, as_positive, few_threads_if_small, get_device, loglog_slope
 
 __all__ = [
     "narrow_margin_2d",
@@ -198,7 +198,7 @@ def gd_logistic(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray | torch
     gn2 = torch.empty(T + 1, B, dtype=torch.float64, device=dev)
     ws = torch.empty(T + 1, B, d, dtype=torch.float64, device=dev) if record == "all" else None
     zero = torch.zeros((), dtype=torch.float64, device=dev)
-    with _single_thread_if_tiny(dev, B * n * d):
+    with few_threads_if_small(dev, B * n * d, limit=200_000):
         W = _gd_loop(Zt, W, eta_t, T, losses, gn2, ws, zero)
     loss_np = losses.cpu().numpy()
     _raise_if_diverged(loss_np, eta)
@@ -313,22 +313,6 @@ def _gd_loop(Zt: torch.Tensor, W: torch.Tensor, eta_t: torch.Tensor, T: int, los
         if t < T:
             W = W - eta_t * grad
     return W
-
-
-class _single_thread_if_tiny:
-    """On the CPU, run tiny problems on one thread: thread hand-offs cost more than the arithmetic."""
-
-    def __init__(self, device: torch.device, size: int, limit: int = 200_000) -> None:
-        self.active = device.type == "cpu" and size <= limit
-        self.saved = torch.get_num_threads()
-
-    def __enter__(self) -> None:
-        if self.active:
-            torch.set_num_threads(1)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.active:
-            torch.set_num_threads(self.saved)
 
 
 def _raise_if_diverged(losses: np.ndarray, eta: np.ndarray) -> None:
