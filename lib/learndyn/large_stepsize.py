@@ -22,6 +22,7 @@ import torch
 from numpy.typing import ArrayLike
 from scipy import optimize, special
 
+from . import implicit_bias
 from .core import DivergenceError, History, as_int, as_positive, few_threads_if_small, get_device, loglog_slope
 
 __all__ = [
@@ -79,21 +80,15 @@ def digits_01(center: bool = True) -> np.ndarray:
 
 
 def max_margin(Z: ArrayLike) -> tuple[np.ndarray, float]:
-    """The max-margin direction and margin: w_hat = argmax_{||w|| = 1} min_i <w, z_i>, gamma_* = min_i <w_hat, z_i>.
+    """The max-margin direction and margin: w_* = argmax_{||w|| = 1} min_i <w, z_i>, gamma = min_i <w_*, z_i>.
 
-    Solves the hard-margin SVM min 1/2 ||v||^2 subject to Z v >= 1 (SLSQP, then an exact refinement on the support
-    vectors), and returns (v / ||v||, 1 / ||v||). Raises ValueError when Z is not linearly separable.
+    The hard-margin SVM of Chapter 5 (`implicit_bias.max_margin`: SLSQP with an exact refinement on the support),
+    returned as a unit vector and its margin. Raises ValueError when Z is not linearly separable.
     """
     Z = _as_data(Z, separable=True)
-    v0 = _separating_direction(Z)
-    res = optimize.minimize(lambda v: 0.5 * v @ v, v0, jac=lambda v: v, method="SLSQP",
-                            constraints=[{"type": "ineq", "fun": lambda v: Z @ v - 1.0, "jac": lambda v: Z}],
-                            options={"ftol": 1e-15, "maxiter": 1000})
-    v = res.x if np.all(Z @ res.x >= 1.0 - 1e-7) else v0
-    v = _refine_on_support(Z, v)
-    norm = float(np.linalg.norm(v))
-    w_hat = v / norm
-    return w_hat, float(np.min(Z @ w_hat))
+    mm = implicit_bias.max_margin(Z)
+    w_star = mm.w_hat / np.linalg.norm(mm.w_hat)
+    return w_star, float(np.min(Z @ w_star))
 
 
 # --- theory (numpy) ---------------------------------------------------------------------------------------------
@@ -265,18 +260,6 @@ def _separating_direction(Z: np.ndarray) -> np.ndarray | None:
     n, d = Z.shape
     res = optimize.linprog(np.zeros(d), A_ub=-Z, b_ub=-np.ones(n), bounds=[(None, None)] * d, method="highs")
     return res.x if res.status == 0 else None
-
-
-def _refine_on_support(Z: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Solve the KKT system exactly on the active constraints; keep v if the refined point is not better."""
-    support = np.flatnonzero(Z @ v <= 1.0 + 1e-6)
-    if support.size == 0:
-        return v
-    S = Z[support]
-    alpha = np.linalg.lstsq(S @ S.T, np.ones(support.size), rcond=None)[0]
-    v_ref = S.T @ alpha
-    ok = np.all(alpha >= -1e-12) and np.all(Z @ v_ref >= 1.0 - 1e-12) and v_ref @ v_ref <= v @ v + 1e-9
-    return v_ref if ok else v
 
 
 def _as_etas(etas: float | Sequence[float] | np.ndarray | torch.Tensor) -> np.ndarray:
