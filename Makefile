@@ -13,6 +13,7 @@ export OMP_NUM_THREADS := $(JOBS)
 help:
 	@echo "make book   - set up .venv and build the website into _build/html"
 	@echo "make test   - set up .venv and run the whole suite (sync, lint, unit, notebooks, site build + checks)"
+	@echo "make student-book - the site without solutions, into _build/student/_build/html"
 	@echo "make sync   - regenerate the chapters/*.ipynb twins from chapters/*.md"
 	@echo "make clean  - remove the build folder (keeps .venv)"
 
@@ -57,3 +58,13 @@ test: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# The student edition of the site: every solution removed from the chapter sources (not just collapsed), built from
+# a copy of the book in its own folder; the site is at _build/student/_build/html. STUDENT_TOC=FILE builds only the
+# pages of another table of contents (the tests use it to build one chapter).
+STUDENT := _build/student
+.PHONY: student-book
+student-book: $(STAMP) $(VENDOR)
+	$(BIN)/python -m learndyn.teach --book . book --out $(STUDENT) --force
+	$(BIN)/jupyter-book build $(STUDENT) -W -n --keep-going $(if $(STUDENT_TOC),--toc $(abspath $(STUDENT_TOC)))
+	@echo "The student edition is at $(abspath $(STUDENT))/_build/html/index.html"

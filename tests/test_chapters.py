@@ -68,7 +68,8 @@ def test_toc_lists_every_chapter_and_only_existing_files():
     assert listed == {f"chapters/{md.stem}" for md in CHAPTERS}, "every chapter must be in _toc.yml"
 
 
-def test_exercise_labels_unique_and_titles_carry_kind_and_difficulty():
+def test_exercise_labels_unique_and_titles_carry_kind_difficulty_and_time():
+    """The title line is the one source of an exercise's metadata (the exercise index and learndyn.teach read it)."""
     seen: dict[str, str] = {}
     pattern = re.compile(r"^```\{exercise\}\s*(.*)\n:label:\s*(\S+)", re.M)
     for md in CHAPTERS:
@@ -76,4 +77,6 @@ def test_exercise_labels_unique_and_titles_carry_kind_and_difficulty():
             assert label not in seen, f"exercise label {label} used in {seen.get(label)} and {md.name}"
             seen[label] = md.name
             assert re.search(r"\((derivation|coding|exploration)[^)]*★", title), (
-                f"{md.name}: exercise {label!r} title must say its kind and difficulty, e.g. '(coding, ★★)'")
+                f"{md.name}: exercise {label!r} title must say its kind and difficulty, e.g. '(coding, ★★, 20 min)'")
+            assert re.search(r"★{1,3}, \d+ min\)\s*$", title), (
+                f"{md.name}: exercise {label!r} title must end with its estimated time, e.g. '(coding, ★★, 20 min)'")

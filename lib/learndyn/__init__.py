@@ -9,7 +9,12 @@ One module per subject, each naming the chapter and equations it implements:
 - `quadratic`   GD against gradient flow on a quadratic (Preface)
 - `linreg`      OLS, its risk, GD on least squares (Ch 1)
 - `deep_linear` deep linear networks, exact mode dynamics (Ch 1-2)
-- `ssl`         self-supervised learning dynamics (Ch 3-4)
+- `ssl`         self-supervised learning dynamics (Ch 3-4; the Barlow Twins part lives in `barlow`)
+- `implicit_bias`  implicit bias of GD on separable data, the max-margin SVM (Ch 5)
+- `sharpness`   Hessian-free sharpness and the edge of stability (Ch 6)
+- `large_stepsize`  large-step GD on separable logistic regression (Ch 7)
+- `exercises`   self-checks for the coding exercises (`check_<name>(answer)`)
+- `teach`       student notebooks and nbgrader assignments (`python -m learndyn.teach --help`)
 
 Subject modules are imported on first use (`ld.deep_linear`), so `import learndyn` stays light.
 """
@@ -22,7 +27,7 @@ from .core import History, get_device, setup
 
 __version__ = "0.1.0"
 _SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "ssl", "barlow", "implicit_bias",
-               "sharpness", "large_stepsize")
+               "sharpness", "large_stepsize", "exercises", "teach")
 __all__ = ["History", "checks", "core", "get_device", "setup", *_SUBMODULES]
 
 
