@@ -90,6 +90,12 @@ def test_saxe_gram_schmidt_diagnoses():
     assert "expected" not in message
 
 
+def test_ssl1_ntxent_diagnoses():
+    good = _run("ex-ssl1-ntxent")
+    _fails(ex.check_ssl1_ntxent, lambda z1, z2, t: good(z1, z2, 1.0), "random embeddings")  # ignores temperature
+    _fails(ex.check_ssl1_ntxent, lambda z1, z2, t: good(z1, z2, t) + 1.0, "random embeddings")
+
+
 def test_ssl2_merge_diagnoses():
     pred = ex._ssl2_prediction()
     _fails(ex.check_ssl2_merge, pred.T, "transpose")

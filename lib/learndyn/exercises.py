@@ -11,6 +11,7 @@ its `SelfCheck`: the checker, the name the student defines, the task in one line
 | `ex-linreg-bayes` | 1 | `my_bayes_risk(d, n, sigma, tau)`, eq. `eq-linreg-bayes-risk` for X^T X = n I |
 | `ex-linreg-init` | 1 | `my_limit(X, y, w0)`, the limit of GD from w0, eq. `eq-linreg-gd-limit` |
 | `ex-saxe-gram-schmidt` | 2 | `my_u0(W1, W2, U, V, svals)`, eq. `eq-saxe-u0-eff` |
+| `ex-ssl1-ntxent` | 3 | `nt_xent(z1, z2, temperature)`, the NT-Xent loss eq. `eq-ssl1-ntxent` on numpy arrays |
 | `ex-ssl2-merge` | 4 | `gaps`: measured t2 - t1 in rise times, shape (4, 2) |
 | `ex-soudry-second-margin` | 5 | `slopes`: log-log slopes of the residual for 4 margin ratios |
 | `ex-wu-rates` | 7 | `slopes`: fitted rate exponents for eta = T/20, T/10, T/5, T/2 |
@@ -29,7 +30,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["SelfCheck", "CHECKS", "check_pre_slope", "check_linreg_bayes", "check_linreg_init",
-           "check_saxe_gram_schmidt", "check_ssl2_merge", "check_soudry_second_margin", "check_wu_rates"]
+           "check_saxe_gram_schmidt", "check_ssl1_ntxent", "check_ssl2_merge", "check_soudry_second_margin",
+           "check_wu_rates"]
 
 PRE_ETAS = np.geomspace(1e-3, 1e-1, 8)
 SSL2_RHOS = (0.3, 0.5, 0.7, 0.9)
@@ -169,6 +171,16 @@ def check_saxe_gram_schmidt(fn: Any) -> None:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Chapter 4
+def check_ssl1_ntxent(fn: Any) -> None:
+    """Checker of `ex-ssl1-ntxent`: fn(z1, z2, temperature) on numpy (N, D) views = the NT-Xent loss, eq.
+    `eq-ssl1-ntxent`, on random embeddings (against `ssl.info_nce`) and log(2N - 1) at collapse."""
+    from .ssl import check_info_nce  # torch-backed reference, imported only when this check runs
+
+    _callable("nt_xent", fn, "nt_xent(z1, z2, temperature)")
+    check_info_nce(fn)
+    print("check_ssl1_ntxent: random embeddings and collapse both agree")
+
+
 def check_ssl2_merge(gaps: Any) -> None:
     """Checker of `ex-ssl2-merge`: gaps[i, j] = measured (t2 - t1) * 8 lambda_2 for rho = SSL2_RHOS[i] and
     eps = SSL2_EPS[j] (m = 12, d = 4, lr = 0.01, the chapter's seeds), compared with eq. `eq-ssl2-step-time`.
@@ -291,6 +303,21 @@ print(f"log-log slope {ld.core.loglog_slope(etas, errors):.3f}")""",
         basis.append(v / np.linalg.norm(v))
     return out""",
         "assert callable(my_u0), 'my_u0 must be a function'"),
+    SelfCheck(
+        "ex-ssl1-ntxent", check_ssl1_ntxent, "nt_xent",
+        "Define `nt_xent(z1, z2, temperature)`: the NT-Xent loss of two (N, D) numpy arrays of views.",
+        "",
+        """def nt_xent(z1, z2, temperature):
+    z = np.concatenate([z1, z2])
+    z = z / np.linalg.norm(z, axis=1, keepdims=True)
+    n2, total = len(z), 0.0
+    for i in range(n2):
+        j = (i + n2 // 2) % n2
+        others = [k for k in range(n2) if k != i]
+        total += -z[i] @ z[j] / temperature + np.log(np.sum(np.exp(z[others] @ z[i] / temperature)))
+    return total / n2""",
+        "assert callable(nt_xent), 'nt_xent must be a function'\n"
+        "assert np.isfinite(nt_xent(np.eye(2, 3), np.eye(2, 3), 0.5)), 'nt_xent must return a number'"),
     SelfCheck(
         "ex-ssl2-merge", check_ssl2_merge, "gaps",
         "Define `gaps`, shape (4, 2): the measured t2 - t1 in rise times 1/(8 lambda_2), rows rho in `rhos`, "
