@@ -152,6 +152,12 @@ def _record(record: dict[str, Any]) -> None:
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = json.loads(path.read_text()) if path.exists() else []
+    try:
+        rows = json.loads(path.read_text()) if path.exists() else []
+    except ValueError:  # a record left half-written by a killed run: start the chapter's list afresh
+        rows = []
     rows = [r for r in rows if r["name"] != record["name"]] + [record]
-    path.write_text(json.dumps(rows, indent=1, default=float))
+    # Write atomically: two runs of one chapter (a test beside a build) must never see a half-written file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(rows, indent=1, default=float))
+    os.replace(tmp, path)
