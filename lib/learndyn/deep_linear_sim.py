@@ -10,6 +10,7 @@ on_divergence="flag", records in `final["diverged_at"]` the first non-finite ste
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -255,10 +256,10 @@ def _gd_two_layer(Sig: Tensor, W1: Tensor, W2: Tensor, lr_t: Tensor, steps: int,
                 rec[name].append(val)
         if k == steps:
             break
-        g1, g2 = -W2.transpose(-1, -2) @ G, -G @ W1.transpose(-1, -2)
+        m1, m2 = W2.transpose(-1, -2) @ G, G @ W1.transpose(-1, -2)  # minus the gradients (bitwise: no negation)
         if "drift_bound" in track:
-            bound = bound + lr_t[..., 0, 0] ** 2 * ((g1**2).sum((-2, -1)) + (g2**2).sum((-2, -1)))
-        W1, W2 = W1 - lr_t * g1, W2 - lr_t * g2
+            bound = bound + lr_t[..., 0, 0] ** 2 * ((m1**2).sum((-2, -1)) + (m2**2).sum((-2, -1)))
+        W1, W2 = W1 + lr_t * m1, W2 + lr_t * m2
         div.check(k + 1, W1, W2)
     return W1, W2
 
@@ -277,7 +278,7 @@ class _Divergence:
         self.at = torch.full(lead, -1, dtype=torch.long, device=dev)
 
     def check(self, step: int, *Ws: Tensor) -> None:
-        if bool(torch.isfinite(sum(W.sum() for W in Ws))):     # one reduction: cheap on the happy path
+        if math.isfinite(sum(float(W.sum()) for W in Ws)):     # one reduction per matrix: cheap on the happy path
             return
         ok = torch.stack([torch.isfinite(W).flatten(-2).all(-1) for W in Ws]).all(0)
         if bool(ok.all()):                                     # only the sum overflowed

@@ -286,10 +286,12 @@ def _gd_loop(Zt: torch.Tensor, W: torch.Tensor, eta_t: torch.Tensor, T: int, los
              gn2: torch.Tensor, ws: torch.Tensor | None, zero: torch.Tensor) -> torch.Tensor:
     """The GD iteration of `gd_logistic`; fills losses, gn2 (and ws) in place, returns the final weights."""
     n = Zt.shape[0]
+    Zneg = -Zt  # negating an operand of a product is exact: W @ Zneg.T is -(W @ Zt.T) bit for bit
+    ZnegT = Zneg.T  # the same (transposed) layout as before, so the same BLAS kernel and summation order
     for t in range(T + 1):
-        M = W @ Zt.T  # margins, (B, n)
-        losses[t] = torch.logaddexp(zero, -M).mean(dim=1)
-        grad = -(torch.sigmoid(-M) @ Zt) / n  # (B, d)
+        negM = W @ ZnegT  # minus the margins, (B, n)
+        losses[t] = torch.logaddexp(zero, negM).mean(dim=1)
+        grad = (torch.sigmoid(negM) @ Zneg) / n  # (B, d)
         gn2[t] = (grad * grad).sum(dim=1)
         if ws is not None:
             ws[t] = W
