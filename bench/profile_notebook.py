@@ -1,0 +1,84 @@
+"""Where does a chapter notebook spend its time? Per-cell wall times, and optionally a cProfile of its code.
+
+    .venv/bin/python bench/profile_notebook.py chapters/02_deep_linear.ipynb [--top 10] [--cprofile]
+
+Cells: the notebook runs in a fresh kernel (as `notebook_times.py` does) and the slowest cells are listed with
+their first line. --cprofile: the code cells are also concatenated into one script (IPython magics and shell lines
+dropped), run under cProfile in a fresh process with the Agg backend, and the functions with the largest
+cumulative time are printed: that is what to make cheaper. Check records go to a temporary folder either way
+(LEARNDYN_CHECKS_DIR), so profiling does not touch the book's `_build/checks`. Not a test: timings are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def cell_times(path: Path) -> list[tuple[float, int, str]]:
+    """(seconds, cell index, first line) for every code cell, from nbclient's execution timestamps."""
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    rows = []
+    for i, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("execution", {})
+        if cell.cell_type != "code" or "iopub.execute_input" not in meta:
+            continue
+        start = datetime.fromisoformat(meta["iopub.execute_input"].replace("Z", "+00:00"))
+        end = datetime.fromisoformat(meta["shell.execute_reply"].replace("Z", "+00:00"))
+        first = next((ln for ln in cell.source.splitlines() if ln.strip() and not ln.startswith("#")), "")
+        rows.append(((end - start).total_seconds(), i, first[:90]))
+    return rows
+
+
+def notebook_script(path: Path) -> str:
+    """The code cells of the notebook as one Python script (magics and shell escapes dropped)."""
+    nb = nbformat.read(path, as_version=4)
+    lines = ["import matplotlib", "matplotlib.use('Agg')"]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            lines += [ln for ln in cell.source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    return "\n".join(lines) + "\n"
+
+
+def profile_script(path: Path, top: int) -> None:
+    """Run the notebook's code under cProfile (in its folder) and print the top functions by cumulative time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script, stats = Path(tmp) / "nb.py", Path(tmp) / "nb.prof"
+        script.write_text(notebook_script(path))
+        subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), str(script)], cwd=path.parent,
+                       check=True, stdout=subprocess.DEVNULL)
+        pstats.Stats(str(stats)).sort_stats("cumulative").print_stats(top)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--cprofile", action="store_true", help="also profile the notebook's code with cProfile")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("LEARNDYN_CHECKS_DIR", tempfile.mkdtemp(prefix="checks_"))
+    tic = time.perf_counter()
+    rows = cell_times(args.notebook.resolve())
+    total = time.perf_counter() - tic
+    print(f"{args.notebook}: {total:.1f} s in a fresh kernel, {sum(r[0] for r in rows):.1f} s in code cells")
+    for secs, i, first in sorted(rows, reverse=True)[: args.top]:
+        print(f"  cell {i:3d} {secs:6.1f} s  {first}")
+    if args.cprofile:
+        profile_script(args.notebook.resolve(), args.top * 3)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

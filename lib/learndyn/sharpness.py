@@ -1,0 +1,474 @@
+"""Sharpness without forming the Hessian, and the edge of stability (Ch 6).
+
+Sharpness S(w) = lambda_max(grad^2 L(w)) (eq. `eq-eos-sharpness`) is estimated from Hessian-vector products
+(forward-over-reverse, `torch.func.jvp(torch.func.grad(L))`) by power iteration or Lanczos; `exact_hessian`
+forms the dense matrix of tiny models for the float64 checks. `train_gd_sharpness` runs full-batch GD with a
+warm-started sharpness estimate every `eig_every` steps (Cohen et al. 2021), `gf_reference` integrates gradient
+flow by RK4 with step alpha / S (the idea of Cohen et al.'s `flow.py`), and the (u, v) toy
+L = 1/2 (uv - 1)^2 (eq. `eq-eos-uv-loss`) and the quadratic (eq. `eq-eos-quad-gd`) have closed forms.
+Conventions: GD step k is compared with flow time t = lr * k; the EoS runs use float32 (the spec's setup), the
+exactness checks float64. Losses are functions of a parameter dict (`torch.func` style); vectors on parameter
+space are dicts of tensors of the same shapes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Literal
+
+import numpy as np
+import torch
+from scipy.sparse.linalg import LinearOperator, eigsh
+from torch import nn
+
+from . import quadratic
+from .core import DivergenceError, History, as_int, as_positive, check_finite, get_device, rk4_step
+
+__all__ = [
+    "digits_tensors",
+    "make_mlp",
+    "mse_loss",
+    "model_loss",
+    "hvp",
+    "top_eigs",
+    "exact_hessian",
+    "train_gd_sharpness",
+    "eos_summary",
+    "gf_reference",
+    "eos_sweep",
+    "uv_loss",
+    "uv_toy_gd",
+    "uv_sharpness",
+    "uv_flow_limit_sharpness",
+    "quadratic_gd",
+    "MAX_DENSE_PARAMS",
+]
+
+Params = dict[str, torch.Tensor]
+LossFn = Callable[[Params], torch.Tensor]
+#: `exact_hessian` refuses models with more parameters than this (a dense P x P matrix of P HVP-sized columns).
+MAX_DENSE_PARAMS = 5000
+_ACTS = {"tanh": nn.Tanh, "relu": nn.ReLU, "gelu": nn.GELU, "softplus": nn.Softplus, "elu": nn.ELU}
+
+
+# ---------------------------------------------------------------------------------------------------- data, model
+def digits_tensors(n: int = 1000, center: bool = True, device: str | torch.device | None = None,
+                   dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The first `n` of scikit-learn's bundled 8x8 digits (1797 images, no download): X/16, centred; one-hot Y; labels.
+
+    Returns X (n, 64), Y (n, 10) one-hot, y (n,) int64, on `device` (default `get_device()`).
+    """
+    from sklearn.datasets import load_digits  # bundled with scikit-learn: no download
+
+    data = load_digits()
+    n = as_int("n", n, minimum=1)
+    if n > len(data.target):
+        raise ValueError(f"n must be at most {len(data.target)} (the size of the digits data); got {n}")
+    X = data.data[:n] / 16.0
+    if center:
+        X = X - X.mean(axis=0)
+    y = data.target[:n]
+    dev = get_device(device)
+    Y = np.eye(10)[y]
+    return (torch.as_tensor(X, dtype=dtype, device=dev), torch.as_tensor(Y, dtype=dtype, device=dev),
+            torch.as_tensor(y, dtype=torch.int64, device=dev))
+
+
+def make_mlp(in_dim: int = 64, width: int = 100, depth: int = 3, out_dim: int = 10, act: str = "tanh",
+             seed: int = 0, dtype: torch.dtype = torch.float32) -> nn.Module:
+    """A fully connected net in_dim -> width (x depth hidden layers, activation `act`) -> out_dim, with biases.
+
+    PyTorch's default initialisation, drawn in float32 under `torch.manual_seed(seed)` (the global generator is
+    restored afterwards), then cast to `dtype`: the float64 model starts from the same weights as the float32 one.
+    """
+    for name, v in (("in_dim", in_dim), ("width", width), ("out_dim", out_dim)):
+        as_int(name, v, minimum=1)
+    as_int("depth", depth, minimum=1)
+    if act not in _ACTS:
+        raise ValueError(f"act must be one of {sorted(_ACTS)}; got {act!r}")
+    dims = [in_dim] + [width] * depth
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        layers: list[nn.Module] = []
+        for a, b in zip(dims[:-1], dims[1:], strict=True):
+            layers += [nn.Linear(a, b), _ACTS[act]()]
+        layers.append(nn.Linear(dims[-1], out_dim))
+        model = nn.Sequential(*layers)
+    return model.to(dtype)
+
+
+def mse_loss(out: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+    """Cohen et al.'s MSE, eq. `eq-eos-mse`: the mean over samples of 1/2 ||f(x) - y||^2."""
+    if out.shape != Y.shape:
+        raise ValueError(f"out and Y must have the same shape; got {tuple(out.shape)} and {tuple(Y.shape)}")
+    return 0.5 * ((out - Y) ** 2).sum(dim=-1).mean()
+
+
+def model_loss(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, loss: str = "mse") -> tuple[LossFn, Params]:
+    """The full-batch loss as a function of a parameter dict, and a detached copy of the model's parameters.
+
+    `loss` is "mse" (eq. `eq-eos-mse`) or "ce" (cross-entropy against the labels argmax Y).
+    """
+    if loss not in ("mse", "ce"):
+        raise ValueError(f"loss must be 'mse' or 'ce'; got {loss!r}")
+    params = {k: v.detach().clone() for k, v in model.named_parameters()}
+    labels = Y.argmax(dim=-1)
+
+    def loss_of_params(p: Params) -> torch.Tensor:
+        out = torch.func.functional_call(model, p, (X,))
+        return mse_loss(out, Y) if loss == "mse" else nn.functional.cross_entropy(out, labels)
+
+    return loss_of_params, params
+
+
+# ------------------------------------------------------------------------------------------------ Hessian tools
+def hvp(loss_of_params: LossFn, params: Params, v: Params) -> Params:
+    """The Hessian-vector product H v = d/de grad L(w + e v) at e = 0, forward-over-reverse (eq. `eq-eos-hvp`).
+
+    One call costs about as much as two or three gradients; H is never formed.
+    """
+    if set(v) != set(params):
+        raise ValueError(f"v must have the keys of params {sorted(params)}; got {sorted(v)}")
+    return torch.func.jvp(torch.func.grad(loss_of_params), (params,), (v,))[1]
+
+
+def top_eigs(loss_of_params: LossFn, params: Params, k: int = 1, method: Literal["power", "lanczos"] = "power",
+             iters: int = 20, v0: Params | None = None, shift: float = 0.0, tol: float = 1e-6,
+             seed: int = 0) -> tuple[np.ndarray, Params]:
+    """The top-k Hessian eigenvalues (descending) and eigenvectors, from Hessian-vector products only.
+
+    method="power": (block) power iteration on H + shift I with Rayleigh-Ritz, `iters` products at most, stopping
+    once the eigenvalues change by less than `tol` (relative). It finds the eigenvalues of largest *modulus* of
+    H + shift I, so with shift = 0 it can return a negative eigenvalue when |lambda_min| > lambda_max; a shift
+    above -(lambda_max + lambda_min)/2 fixes that. method="lanczos": scipy's `eigsh(which='LA')` (the largest
+    algebraic eigenvalues) on a float64 `LinearOperator`, `iters` restarts at most, tolerance `tol`.
+    `v0` (a warm start, e.g. the vectors of the previous call) is a dict of tensors shaped (k, *p.shape) or, for
+    k = 1, like the parameters. Returns (eigenvalues (k,), vectors as a dict of (k, *p.shape) tensors).
+    """
+    names = list(params)
+    n = sum(p.numel() for p in params.values())
+    k = as_int("k", k, minimum=1)
+    if k > n:
+        raise ValueError(f"k must not exceed the number of parameters {n}; got k={k}")
+    iters = as_int("iters", iters, minimum=1)
+    if method not in ("power", "lanczos"):
+        raise ValueError(f"method must be 'power' or 'lanczos'; got {method!r}")
+    if not np.isfinite(shift) or tol < 0:
+        raise ValueError(f"shift must be finite and tol >= 0; got shift={shift}, tol={tol}")
+    V = _start_block(params, k, v0, seed)  # (n, k)
+
+    def matvec(x: torch.Tensor) -> torch.Tensor:
+        return _flatten(hvp(loss_of_params, params, _unflatten(x, params)))
+
+    if method == "lanczos":
+        vals, vecs = _lanczos(matvec, n, k, iters, V[:, 0], tol, params)
+    else:
+        vals, vecs = _power(matvec, V, iters, shift, tol)
+    return vals, {nm: vecs.T.reshape(k, *params[nm].shape) for nm, vecs in zip(names, _split(vecs, params),
+                                                                                  strict=True)}
+
+
+def exact_hessian(loss_of_params: LossFn, params: Params) -> np.ndarray:
+    """The dense Hessian (P, P) in float64 numpy, flattened in the order of `params` (tiny models only)."""
+    n = sum(p.numel() for p in params.values())
+    if n > MAX_DENSE_PARAMS:
+        raise ValueError(f"exact_hessian forms a dense {n} x {n} matrix: the model has {n} parameters, more than "
+                         f"MAX_DENSE_PARAMS = {MAX_DENSE_PARAMS}; use top_eigs instead")
+    flat = _flatten(params)
+    H = torch.func.hessian(lambda x: loss_of_params(_unflatten(x, params)))(flat)
+    H = H.detach().cpu().double().numpy()
+    return 0.5 * (H + H.T)
+
+
+# ------------------------------------------------------------------------------------------------ training loops
+def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, lr: float, steps: int,
+                       eig_every: int = 25, eig_iters: int = 6, loss: str = "mse",
+                       device: str | torch.device | None = None, first_iters: int = 20, eig_k: int = 1,
+                       eig_method: Literal["power", "lanczos"] = "power", record_params_every: int | None = None,
+                       stop_acc: float | None = None) -> History:
+    """Full-batch GD w <- w - lr grad L(w) with the sharpness tracked along the way (Cohen et al. 2021).
+
+    Every `eig_every` steps (and at the last step) the top-`eig_k` Hessian eigenvalues are estimated with
+    `top_eigs`: `first_iters` power iterations the first time, then `eig_iters` warm-started ones (or Lanczos).
+    The model is not modified. Returns a History over steps 0..steps with metrics "loss" and "acc"; `final` holds
+    "eig_steps", "sharpness" (top eigenvalue), "eigs" (all k), "params" (numpy dict) and, if
+    `record_params_every` is set, "param_steps" and "params_path" (flattened parameters, float64). With
+    `stop_acc`, training stops at the first step whose training accuracy reaches it. A non-finite loss raises
+    `DivergenceError` with the step.
+    """
+    lr = as_positive("lr", lr)
+    steps = as_int("steps", steps, minimum=1)
+    eig_every = as_int("eig_every", eig_every, minimum=1)
+    eig_iters, first_iters = as_int("eig_iters", eig_iters, minimum=1), as_int("first_iters", first_iters, minimum=1)
+    dev = get_device(device)
+    X, Y = X.to(dev), Y.to(dev)
+    model = _copy_to(model, dev)
+    loss_fn, params = model_loss(model, X, Y, loss)
+    labels = Y.argmax(dim=-1)
+    grad_fn = torch.func.grad_and_value(lambda p: _loss_and_out(model, p, X, Y, loss), has_aux=True)
+    losses, accs, eig_steps, eigs, p_steps, p_path = [], [], [], [], [], []
+    vecs = None
+    k = 0
+    for k in range(steps + 1):
+        if record_params_every and k % record_params_every == 0:
+            p_steps.append(k)
+            p_path.append(_flatten(params).double().cpu().numpy())
+        g, (value, out) = grad_fn(params)
+        check_finite("the training loss", value, step=k)
+        losses.append(value.item())
+        accs.append((out.argmax(dim=-1) == labels).float().mean().item())
+        done = k == steps or (stop_acc is not None and accs[-1] >= stop_acc)
+        if k % eig_every == 0 or done:
+            iters = first_iters if vecs is None else eig_iters
+            vals, vecs = top_eigs(loss_fn, params, k=eig_k, method=eig_method, iters=iters, v0=vecs, tol=0.0)
+            eig_steps.append(k)
+            eigs.append(vals)
+        if done:
+            break
+        params = {nm: p - lr * g[nm] for nm, p in params.items()}
+    final = {"eig_steps": np.array(eig_steps), "eigs": np.array(eigs), "sharpness": np.array(eigs)[:, 0],
+             "params": {nm: p.cpu().numpy() for nm, p in params.items()}, "lr": lr}
+    if record_params_every:
+        final.update(param_steps=np.array(p_steps), params_path=np.array(p_path))
+    return History(np.arange(k + 1), {"loss": np.array(losses), "acc": np.array(accs)}, final)
+
+
+def eos_summary(hist: History, lr: float, frac: float = 0.95, burn: int = 100) -> dict[str, float | int | None]:
+    """The edge-of-stability statistics of a `train_gd_sharpness` run (check V6.4).
+
+    cross_step: the first sharpness step with S >= frac * 2/lr (None if none); pre_cross_increases: steps before it
+    where the loss went up; median/max/min_ratio: S lr / 2 at sharpness steps >= cross_step + burn;
+    post_increase_frac: the fraction of steps after the crossing where the loss went up; loss_drop:
+    L_end / L_cross. Without a crossing the statistics after it are NaN.
+    """
+    lr = as_positive("lr", lr)
+    burn = as_int("burn", burn, minimum=0)
+    if not 0 < frac <= 1:
+        raise ValueError(f"frac must be in (0, 1]; got {frac}")
+    loss, es, S = hist["loss"], hist.final["eig_steps"], hist.final["sharpness"]
+    up = np.diff(loss) > 0  # up[k]: the loss rose from step k to k + 1
+    hit = np.flatnonzero(S >= frac * 2.0 / lr)
+    nan = float("nan")
+    if hit.size == 0:
+        return {"cross_step": None, "pre_cross_increases": int(up.sum()), "median_ratio": nan, "max_ratio": nan,
+                "min_ratio": nan, "post_increase_frac": nan, "loss_drop": nan}
+    cross = int(es[hit[0]])
+    ratio = S[es >= cross + burn] * lr / 2.0
+    stats = (float(np.median(ratio)), float(ratio.max()), float(ratio.min())) if ratio.size else (nan, nan, nan)
+    return {"cross_step": cross, "pre_cross_increases": int(up[:cross].sum()), "median_ratio": stats[0],
+            "max_ratio": stats[1], "min_ratio": stats[2],
+            "post_increase_frac": float(up[cross:].mean()) if up[cross:].size else nan,
+            "loss_drop": float(loss[-1] / loss[cross])}
+
+
+def gf_reference(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, t_max: float, alpha: float = 1.0,
+                 t_record: np.ndarray | None = None, eig_every: int = 20, loss: str = "mse",
+                 device: str | torch.device | None = None) -> History:
+    """Gradient flow dw/dt = -grad L(w) by RK4 with step h = alpha / S (the idea of Cohen et al.'s `flow.py`).
+
+    S is re-estimated (warm-started power iteration, 6 products) every `eig_every` RK4 steps. The integration
+    lands exactly on every time of `t_record` (default: 50 equal intervals of [0, t_max]), where it records the
+    loss, the sharpness estimate and the flattened parameters (float64, in `final["params_path"]`).
+    """
+    t_max, alpha = as_positive("t_max", t_max), as_positive("alpha", alpha)
+    eig_every = as_int("eig_every", eig_every, minimum=1)
+    t_rec = np.linspace(0.0, t_max, 51) if t_record is None else np.sort(np.asarray(t_record, dtype=float))
+    if t_rec.size == 0 or t_rec[0] < 0 or t_rec[-1] > t_max * (1 + 1e-12):
+        raise ValueError(f"t_record must be a non-empty set of times in [0, t_max={t_max}]")
+    dev = get_device(device)
+    X, Y = X.to(dev), Y.to(dev)
+    model = _copy_to(model, dev)
+    loss_fn, params = model_loss(model, X, Y, loss)
+    names = list(params)
+    grad = torch.func.grad(loss_fn)
+
+    def field(state: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        g = grad(dict(zip(names, state, strict=True)))
+        return tuple(-g[nm] for nm in names)
+
+    state, t, n_steps, vecs, S = tuple(params[nm] for nm in names), 0.0, 0, None, None
+    records: dict[str, list] = {"loss": [], "sharpness": [], "h": []}
+    path = []
+    for target in t_rec:
+        while t < target - 1e-12:
+            if n_steps % eig_every == 0 or S is None:
+                vals, vecs = top_eigs(loss_fn, dict(zip(names, state, strict=True)), iters=20 if vecs is None else 6,
+                                      v0=vecs, tol=0.0)
+                S = max(float(vals[0]), 1e-8)
+            h = min(alpha / S, target - t)
+            state = rk4_step(field, state, h)
+            t, n_steps = t + h, n_steps + 1
+        p = dict(zip(names, state, strict=True))
+        value = loss_fn(p)
+        check_finite("the gradient-flow loss", value, step=n_steps)
+        records["loss"].append(value.item())
+        records["sharpness"].append(np.nan if S is None else S)
+        records["h"].append(alpha / S if S else np.nan)
+        path.append(_flatten(p).double().cpu().numpy())
+    return History.from_records(t_rec, records, {"params_path": np.array(path), "rk4_steps": n_steps})
+
+
+def eos_sweep(lrs: list[float] | np.ndarray, steps: int, seed: int = 0, n: int = 1000, eig_every: int = 25,
+              device: str | torch.device | None = None) -> dict[str, np.ndarray]:
+    """The Ch 6 digits setup (64-100-100-100-10 tanh, MSE, float32) trained with each step size of `lrs`.
+
+    Returns arrays for `np.savez`: "lrs" (B,), "loss" (B, steps + 1), "eig_steps" (K,), "sharpness" (B, K).
+    `bench/eos_traces.py` stores this for the chapter's widget (check V6.6).
+    """
+    lrs = np.asarray([as_positive("lr", float(v)) for v in lrs])
+    X, Y, _ = digits_tensors(n, device=device)
+    runs = [train_gd_sharpness(make_mlp(seed=seed), X, Y, float(lr), steps, eig_every=eig_every, device=device)
+            for lr in lrs]
+    return {"lrs": lrs, "loss": np.stack([h["loss"] for h in runs]), "eig_steps": runs[0].final["eig_steps"],
+            "sharpness": np.stack([h.final["sharpness"] for h in runs]), "seed": np.array(seed),
+            "n": np.array(n)}
+
+
+# ------------------------------------------------------------------------------------------ closed-form toy models
+def uv_loss(u: np.ndarray | float, v: np.ndarray | float) -> np.ndarray:
+    """The toy loss L(u, v) = 1/2 (u v - 1)^2 of eq. `eq-eos-uv-loss` (the scalar net of Ch 2 with s = 1)."""
+    return 0.5 * (np.asarray(u, dtype=float) * np.asarray(v, dtype=float) - 1.0) ** 2
+
+
+def uv_sharpness(u: np.ndarray | float, v: np.ndarray | float) -> np.ndarray:
+    """lambda_max of the toy's Hessian [[v^2, 2uv - 1], [2uv - 1, u^2]] (eq. `eq-eos-uv-hessian`); broadcasts.
+
+    lambda_max = (u^2 + v^2)/2 + sqrt(((u^2 - v^2)/2)^2 + (2uv - 1)^2), which equals u^2 + v^2 on uv = 1.
+    """
+    u, v = np.asarray(u, dtype=float), np.asarray(v, dtype=float)
+    return 0.5 * (u**2 + v**2) + np.sqrt(0.25 * (u**2 - v**2) ** 2 + (2 * u * v - 1.0) ** 2)
+
+
+def uv_flow_limit_sharpness(u0: np.ndarray | float, v0: np.ndarray | float) -> np.ndarray:
+    """Sharpness sqrt(c0^2 + 4) of the minimum that gradient flow reaches from (u0, v0), c0 = u0^2 - v0^2.
+
+    Eq. `eq-eos-uv-limit`: the flow conserves c0 (valid when u0 v0 > 0, so that the flow reaches uv = 1).
+    """
+    c0 = np.asarray(u0, dtype=float) ** 2 - np.asarray(v0, dtype=float) ** 2
+    return np.sqrt(c0**2 + 4.0)
+
+
+def uv_toy_gd(u0: np.ndarray | float, v0: np.ndarray | float, eta: float, steps: int,
+              on_divergence: Literal["raise", "flag"] = "raise") -> History:
+    """GD on L = 1/2 (uv - 1)^2 from (u0, v0) (arrays broadcast: a batch of runs), eq. `eq-eos-uv-gd`.
+
+    u <- u - eta (uv - 1) v,  v <- v - eta (uv - 1) u. Metrics "u", "v", "loss", "sharpness" of shape
+    (steps + 1, *batch). A run that leaves |u v| < 1e8 diverged: with on_divergence="raise" a `DivergenceError`
+    names the step; with "flag" its entries become NaN from then on and `final["diverged"]` (bool) and
+    `final["diverge_step"]` (-1 if none) say which runs did.
+    """
+    eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
+    if on_divergence not in ("raise", "flag"):
+        raise ValueError(f"on_divergence must be 'raise' or 'flag'; got {on_divergence!r}")
+    u, v = np.broadcast_arrays(np.asarray(u0, dtype=float), np.asarray(v0, dtype=float))
+    u, v = u.copy(), v.copy()
+    U, V = np.empty((steps + 1, *u.shape)), np.empty((steps + 1, *u.shape))
+    U[0], V[0] = u, v
+    div_step = np.full(u.shape, -1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(steps):
+            r = u * v - 1.0
+            u, v = u - eta * r * v, v - eta * r * u
+            bad = ~(np.abs(u * v) < 1e8) & (div_step < 0)
+            if bad.any():
+                if on_divergence == "raise":
+                    raise DivergenceError(f"the (u, v) toy diverged at step {k + 1} (eta={eta:g}): |uv| "
+                                          "exceeded 1e8")
+                div_step[bad] = k + 1
+            u, v = np.where(div_step >= 0, np.nan, u), np.where(div_step >= 0, np.nan, v)
+            U[k + 1], V[k + 1] = u, v
+    metrics = {"u": U, "v": V, "loss": uv_loss(U, V), "sharpness": uv_sharpness(U, V)}
+    return History(np.arange(steps + 1), metrics, {"diverged": div_step >= 0, "diverge_step": div_step})
+
+
+def quadratic_gd(lam: float, eta: float, x0: float, steps: int) -> np.ndarray:
+    """GD x <- x - eta lam x on 1/2 lam x^2: the path x_0..x_steps, equal to (1 - eta lam)^k x0 (eq. `eq-eos-quad-gd`).
+
+    Iterates the update (through `learndyn.quadratic.gd_quadratic`, which raises `DivergenceError` on overflow).
+    """
+    if isinstance(lam, bool) or not isinstance(lam, int | float | np.integer | np.floating) or not np.isfinite(lam):
+        raise ValueError(f"lam must be a finite real number; got {lam!r}")
+    if isinstance(x0, bool) or not isinstance(x0, int | float | np.integer | np.floating) or not np.isfinite(x0):
+        raise ValueError(f"x0 must be a finite real number; got {x0!r}")
+    return quadratic.gd_quadratic(np.array([[float(lam)]]), np.array([float(x0)]), eta, steps)[:, 0]
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+def _flatten(p: Params) -> torch.Tensor:
+    return torch.cat([t.reshape(-1) for t in p.values()])
+
+
+def _split(x: torch.Tensor, like: Params) -> list[torch.Tensor]:
+    return list(torch.split(x, [t.numel() for t in like.values()], dim=0))
+
+
+def _unflatten(x: torch.Tensor, like: Params) -> Params:
+    return {nm: c.reshape(t.shape) for (nm, t), c in zip(like.items(), _split(x, like), strict=True)}
+
+
+def _start_block(params: Params, k: int, v0: Params | None, seed: int) -> torch.Tensor:
+    ref = next(iter(params.values()))
+    n = sum(p.numel() for p in params.values())
+    if v0 is None:
+        gen = torch.Generator(device="cpu").manual_seed(int(seed))
+        return torch.randn(n, k, generator=gen, dtype=ref.dtype).to(ref.device)
+    if set(v0) != set(params):
+        raise ValueError(f"v0 must have the keys of params {sorted(params)}; got {sorted(v0)}")
+    cols = []
+    for nm, p in params.items():
+        t = v0[nm].to(device=ref.device, dtype=ref.dtype)
+        if t.shape == p.shape and k == 1:
+            t = t.unsqueeze(0)
+        if t.shape != (k, *p.shape):
+            raise ValueError(f"v0[{nm!r}] must have shape {(k, *p.shape)}; got {tuple(t.shape)}")
+        cols.append(t.reshape(k, -1))
+    return torch.cat(cols, dim=1).T.contiguous()
+
+
+def _power(matvec: Callable, V: torch.Tensor, iters: int, shift: float, tol: float) -> tuple[np.ndarray, torch.Tensor]:
+    """Block power iteration on H + shift I with Rayleigh-Ritz; V (n, k) -> (eigenvalues of H, vectors (n, k)).
+
+    Each iteration costs k products: W = (H + shift I) V gives the Ritz pairs of span(V) (returned at the end)
+    and the next block, orth(W).
+    """
+    V = torch.linalg.qr(V)[0]
+    vals, vecs = None, V
+    for _ in range(iters):
+        W = torch.stack([matvec(V[:, j]) for j in range(V.shape[1])], dim=1) + shift * V  # (n, k)
+        T = V.T @ W  # Rayleigh-Ritz on span(V)
+        evals, Q = torch.linalg.eigh(0.5 * (T + T.T))
+        order = torch.argsort(evals.abs(), descending=True)  # power iteration follows the modulus
+        new, vecs = (evals[order] - shift).double().cpu().numpy(), V @ Q[:, order]
+        done = vals is not None and bool(np.all(np.abs(new - vals) <= tol * np.abs(new)))
+        vals = new
+        if done:
+            break
+        V = torch.linalg.qr(W @ Q[:, order])[0]
+    return vals, vecs
+
+
+def _lanczos(matvec: Callable, n: int, k: int, iters: int, v0: torch.Tensor, tol: float,
+             params: Params) -> tuple[np.ndarray, torch.Tensor]:
+    ref = next(iter(params.values()))
+
+    def mv(x: np.ndarray) -> np.ndarray:  # scipy probes with other dtypes: always go through float64
+        xt = torch.as_tensor(np.asarray(x, dtype=np.float64).ravel(), dtype=ref.dtype, device=ref.device)
+        return matvec(xt).double().cpu().numpy()
+
+    op = LinearOperator((n, n), matvec=mv, dtype=np.float64)
+    vals, vecs = eigsh(op, k=k, which="LA", v0=v0.double().cpu().numpy(), maxiter=iters, tol=tol,
+                       ncv=min(n, max(2 * k + 1, 20)))
+    order = np.argsort(vals)[::-1]
+    return vals[order], torch.as_tensor(vecs[:, order], dtype=ref.dtype, device=ref.device)
+
+
+def _loss_and_out(model: nn.Module, p: Params, X: torch.Tensor, Y: torch.Tensor,
+                  loss: str) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.func.functional_call(model, p, (X,))
+    value = mse_loss(out, Y) if loss == "mse" else nn.functional.cross_entropy(out, Y.argmax(dim=-1))
+    return value, out.detach()
+
+
+def _copy_to(model: nn.Module, device: torch.device) -> nn.Module:
+    return copy.deepcopy(model).to(device)

@@ -1,0 +1,221 @@
+"""Unit tests of learndyn.sharpness (Ch 6): HVPs and eigen-solvers against the dense Hessian (float64), the closed
+forms of the quadratic and the (u, v) toy on both sides of 2/eta, bad input, and fast versions of V6.1-V6.5."""
+
+import numpy as np
+import pytest
+import torch
+
+from learndyn import sharpness as sh
+from learndyn.core import DivergenceError, History
+
+torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="module")
+def data64():
+    X, Y, _ = sh.digits_tensors(60, dtype=torch.float64, device="cpu")
+    return X, Y
+
+
+def _tiny(data64, act="tanh", seed=0, width=4):
+    X, Y = data64
+    model = sh.make_mlp(width=width, depth=1, act=act, seed=seed, dtype=torch.float64)
+    return sh.model_loss(model, X, Y)  # 64*4+4+4*10+10 = 310 parameters
+
+
+def _quadratic(diag):
+    d = torch.tensor(diag, dtype=torch.float64)
+    return (lambda p: 0.5 * (d * p["w"] ** 2).sum()), {"w": torch.tensor([1.0, 0.7, -0.4][: len(diag)],
+                                                                          dtype=torch.float64)}
+
+
+def test_digits_tensors_shapes_and_centring():
+    X, Y, y = sh.digits_tensors(100, device="cpu")
+    assert X.shape == (100, 64) and Y.shape == (100, 10) and y.shape == (100,)
+    assert X.dtype == torch.float32 and torch.all(Y.sum(1) == 1) and torch.all(Y.argmax(1) == y)
+    assert X.mean(0).abs().max() < 1e-6
+    with pytest.raises(ValueError, match="n"):
+        sh.digits_tensors(5000)
+
+
+def test_make_mlp_is_seeded_and_dtype_independent():
+    a, b = sh.make_mlp(seed=3), sh.make_mlp(seed=3, dtype=torch.float64)
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+        assert pb.dtype == torch.float64 and torch.equal(pa.double(), pb)
+    assert not torch.equal(next(sh.make_mlp(seed=4).parameters()), next(a.parameters()))
+    assert sum(p.numel() for p in sh.make_mlp(width=8, depth=1).parameters()) == 610
+
+
+def test_hvp_matches_finite_differences(data64):
+    f, p = _tiny(data64)
+    gen = torch.Generator().manual_seed(1)
+    v = {k: torch.randn(t.shape, generator=gen, dtype=t.dtype) for k, t in p.items()}
+    grad = torch.func.grad(f)
+    eps = 1e-5
+    fd = {k: (grad({n: p[n] + eps * v[n] for n in p})[k] - grad({n: p[n] - eps * v[n] for n in p})[k]) / (2 * eps)
+          for k in p}
+    hv = sh.hvp(f, p, v)
+    for k in p:  # central differences: error O(eps^2 * third derivative)
+        torch.testing.assert_close(hv[k], fd[k], atol=1e-7, rtol=1e-6)
+
+
+@pytest.mark.parametrize("act", ["tanh", "gelu", "softplus"])
+def test_hvp_matches_exact_hessian(data64, act):
+    f, p = _tiny(data64, act=act, seed=2)
+    H = sh.exact_hessian(f, p)
+    v = np.random.default_rng(0).standard_normal(H.shape[0])
+    hv = sh.hvp(f, p, sh._unflatten(torch.as_tensor(v), p))
+    np.testing.assert_allclose(sh._flatten(hv).numpy(), H @ v, atol=1e-12 * np.abs(H).sum(1).max())
+    np.testing.assert_allclose(H, H.T, atol=0)
+
+
+@pytest.mark.parametrize("act,seed", [("tanh", 0), ("tanh", 1), ("gelu", 0), ("elu", 1), ("relu", 2)])
+def test_power_and_lanczos_match_eigvalsh(data64, act, seed):
+    f, p = _tiny(data64, act=act, seed=seed)
+    ev = np.linalg.eigvalsh(sh.exact_hessian(f, p))[::-1]
+    lan, vecs = sh.top_eigs(f, p, k=2, method="lanczos", tol=1e-12)
+    np.testing.assert_allclose(lan, ev[:2], rtol=1e-9)
+    assert vecs["0.weight"].shape == (2, 4, 64)
+    if act in ("tanh", "gelu") and seed == 0:  # power iteration is slow when lambda_2 / lambda_1 is close to 1
+        gap = max(abs(ev[1]), abs(ev[-1])) / ev[0]  # its Rayleigh quotient converges like gap^(2 k)
+        iters = int(np.log(1e-8) / np.log(gap**2)) + 10
+        assert iters < 300, iters
+        power, _ = sh.top_eigs(f, p, iters=iters, tol=0.0)
+        np.testing.assert_allclose(power, ev[:1], rtol=1e-6)
+
+
+def test_block_power_top2_and_warm_start(data64):
+    f, p = _tiny(data64, seed=1)
+    ev = np.linalg.eigvalsh(sh.exact_hessian(f, p))[::-1]
+    _, vecs = sh.top_eigs(f, p, k=2, method="lanczos", tol=1e-12)
+    vals, _ = sh.top_eigs(f, p, k=2, iters=1, v0=vecs, tol=0.0)  # warm start at the answer: one product suffices
+    np.testing.assert_allclose(vals, ev[:2], rtol=1e-9)
+    one, _ = sh.top_eigs(f, p, iters=1, v0={k: t[0] for k, t in vecs.items()}, tol=0.0)
+    np.testing.assert_allclose(one, ev[:1], rtol=1e-9)
+
+
+def test_power_iteration_returns_largest_modulus_negative_eigenvalue():
+    f, p = _quadratic([1.0, -3.0])
+    assert sh.top_eigs(f, p, iters=60, tol=0.0)[0][0] == pytest.approx(-3.0, rel=1e-8)
+    assert sh.top_eigs(f, p, method="lanczos", tol=1e-12)[0][0] == pytest.approx(1.0, rel=1e-10)
+    # a shift above -(lambda_max + lambda_min)/2 = 1 makes lambda_max + shift dominant
+    assert sh.top_eigs(f, p, iters=100, shift=3.0, tol=0.0)[0][0] == pytest.approx(1.0, rel=1e-8)
+
+
+def test_exact_hessian_of_a_quadratic_and_size_limit():
+    f, p = _quadratic([2.0, 0.5, -1.0])
+    np.testing.assert_allclose(sh.exact_hessian(f, p), np.diag([2.0, 0.5, -1.0]), atol=1e-15)
+    big = sh.make_mlp()
+    fb, pb = sh.model_loss(big, *sh.digits_tensors(10, device="cpu")[:2])
+    with pytest.raises(ValueError, match="27710 parameters"):
+        sh.exact_hessian(fb, pb)
+
+
+def test_bad_input_raises(data64):
+    f, p = _tiny(data64)
+    with pytest.raises(ValueError, match="k must not exceed"):
+        sh.top_eigs(f, p, k=400)
+    with pytest.raises(ValueError, match="iters"):
+        sh.top_eigs(f, p, iters=0)
+    with pytest.raises(ValueError, match="method"):
+        sh.top_eigs(f, p, method="qr")
+    with pytest.raises(ValueError, match="v0"):
+        sh.top_eigs(f, p, k=2, v0={k: t for k, t in p.items()})
+    with pytest.raises(ValueError, match="v must have the keys"):
+        sh.hvp(f, p, {"w": torch.zeros(1)})
+    with pytest.raises(ValueError, match="act"):
+        sh.make_mlp(act="sigmoid")
+    model = sh.make_mlp(width=4, depth=1)
+    X, Y, _ = sh.digits_tensors(20, device="cpu")
+    with pytest.raises(ValueError, match="lr"):
+        sh.train_gd_sharpness(model, X, Y, lr=0.0, steps=5)
+    with pytest.raises(ValueError, match="steps"):
+        sh.train_gd_sharpness(model, X, Y, lr=0.1, steps=0)
+    with pytest.raises(ValueError, match="loss"):
+        sh.train_gd_sharpness(model, X, Y, lr=0.1, steps=5, loss="hinge")
+    with pytest.raises(ValueError, match="eta"):
+        sh.uv_toy_gd(1.0, 1.0, -0.1, 10)
+    with pytest.raises(ValueError, match="lam"):
+        sh.quadratic_gd(float("nan"), 0.1, 1.0, 3)
+    with pytest.raises(ValueError, match="same shape"):
+        sh.mse_loss(torch.zeros(3, 2), torch.zeros(3, 4))
+
+
+def test_quadratic_gd_both_sides_of_the_threshold_v61():
+    for el in (0.5, 1.9, 2.1):
+        x = sh.quadratic_gd(1.0, el, 1.0, 200)
+        np.testing.assert_allclose(x, (1 - el) ** np.arange(201), rtol=1e-12)
+    assert abs(sh.quadratic_gd(4.0, 0.475, 1.0, 200)[-1]) < 1e-8  # eta lam = 1.9: converges, with sign flips
+    assert abs(sh.quadratic_gd(4.0, 0.525, 1.0, 200)[-1]) > 1e8  # eta lam = 2.1: diverges
+    with pytest.raises(DivergenceError, match="step"):
+        sh.quadratic_gd(4.0, 1.0, 1.0, 10_000)
+
+
+def test_uv_sharpness_closed_form():
+    rng = np.random.default_rng(0)
+    u, v = rng.normal(size=50) * 2, rng.normal(size=50) * 2
+    H = np.stack([np.stack([v**2, 2 * u * v - 1]), np.stack([2 * u * v - 1, u**2])]).transpose(2, 0, 1)
+    np.testing.assert_allclose(sh.uv_sharpness(u, v), np.linalg.eigvalsh(H)[:, -1], rtol=1e-12)
+    np.testing.assert_allclose(sh.uv_sharpness(u, 1 / u), u**2 + 1 / u**2, rtol=1e-12)  # on the manifold uv = 1
+    np.testing.assert_allclose(sh.uv_flow_limit_sharpness(3.0, 1.0), np.sqrt(68.0))
+
+
+def test_uv_toy_v63():
+    # below the threshold: GD lands near the gradient-flow minimum
+    u0, v0 = np.array([2.5, 1.2]), np.array([0.2, 0.6])
+    h = sh.uv_toy_gd(u0, v0, 0.1, 3000)
+    assert np.all(h["loss"][-1] < 1e-20)
+    np.testing.assert_allclose(h["sharpness"][-1], sh.uv_flow_limit_sharpness(u0, v0), rtol=0.02)
+    # above it: whenever GD converges its minimum has sharpness <= 2/eta
+    for eta in (0.2, 0.4):
+        h = sh.uv_toy_gd(np.array([4.0, 3.0, 2.5]), np.array([0.1, 0.2, 0.3]), eta, 3000, on_divergence="flag")
+        ok = ~h.final["diverged"]
+        assert ok.any()
+        assert np.all(h["sharpness"][-1][ok] <= 2 / eta * (1 + 1e-9))
+        assert np.all(sh.uv_flow_limit_sharpness(4.0, 0.1) > 2 / eta)
+    with pytest.raises(DivergenceError, match="step"):
+        sh.uv_toy_gd(4.0, 0.1, 0.4, 100)
+    flagged = sh.uv_toy_gd([4.0, 1.0], [0.1, 0.9], 0.4, 100, on_divergence="flag")
+    assert flagged.final["diverged"].tolist() == [True, False] and flagged.final["diverge_step"][0] > 0
+
+
+def test_eos_summary_on_a_synthetic_history():
+    loss = np.array([5.0, 4.0, 3.0, 3.5, 2.0, 2.5, 1.0])
+    hist = History(np.arange(7), {"loss": loss}, {"eig_steps": np.array([0, 2, 4, 6]),
+                                                  "sharpness": np.array([1.0, 2.0, 4.1, 3.9])})
+    s = sh.eos_summary(hist, lr=0.5, frac=0.95, burn=0)  # 2/lr = 4, crossing at step 4
+    assert s["cross_step"] == 4 and s["pre_cross_increases"] == 1
+    assert s["median_ratio"] == pytest.approx(1.0) and s["max_ratio"] == pytest.approx(4.1 / 4)
+    assert s["post_increase_frac"] == pytest.approx(0.5) and s["loss_drop"] == pytest.approx(0.5)
+    none = sh.eos_summary(hist, lr=0.1)
+    assert none["cross_step"] is None and np.isnan(none["median_ratio"])
+
+
+def test_training_divergence_names_the_step():
+    X, Y, _ = sh.digits_tensors(50, device="cpu")
+    with pytest.raises(DivergenceError, match="step"):
+        sh.train_gd_sharpness(sh.make_mlp(width=16, depth=1), X, Y * 1e3, lr=50.0, steps=200, eig_every=1000)
+
+
+def test_gf_reference_tracks_small_step_gd(data64):
+    X, Y = data64
+    model = sh.make_mlp(width=4, depth=1, dtype=torch.float64)
+    gd = sh.train_gd_sharpness(model, X, Y, lr=0.02, steps=100, eig_every=1000, record_params_every=50,
+                               device="cpu")
+    gf = sh.gf_reference(model, X, Y, t_max=2.0, t_record=np.array([0.0, 1.0, 2.0]), device="cpu")
+    assert np.all(np.diff(gf["loss"]) < 0)
+    err = np.linalg.norm(gd.final["params_path"] - gf.final["params_path"], axis=1)
+    scale = np.linalg.norm(gd.final["params_path"][-1] - gd.final["params_path"][0])
+    assert err[0] == 0 and err[-1] < 0.05 * scale  # O(lr) global error of GD against the flow
+
+
+def test_short_eos_run_v64_v65():
+    X, Y, _ = sh.digits_tensors(1000, device="cpu")
+    hist = sh.train_gd_sharpness(sh.make_mlp(seed=0), X, Y, lr=0.4, steps=320, device="cpu")
+    s = sh.eos_summary(hist, 0.4, burn=50)
+    assert s["cross_step"] is not None and 125 <= s["cross_step"] <= 225
+    assert s["pre_cross_increases"] == 0
+    assert 0.9 <= s["median_ratio"] <= 1.15 and s["max_ratio"] <= 1.35 and s["min_ratio"] >= 0.7
+    assert s["post_increase_frac"] >= 0.1
+    S = hist.final["sharpness"]
+    assert 2.4 < S[0] < 3.0 and S[hist.final["eig_steps"] <= 100][-1] > 1.1 * S[0]  # progressive sharpening
