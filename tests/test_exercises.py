@@ -96,6 +96,12 @@ def test_ssl1_ntxent_diagnoses():
     _fails(ex.check_ssl1_ntxent, lambda z1, z2, t: good(z1, z2, t) + 1.0, "random embeddings")
 
 
+def test_eos_plateau_diagnoses():
+    ref = _run("ex-eos-plateau")
+    _no_digits_of(_fails(ex.check_eos_plateau, -ref, "wrong sign"), [ref])
+    _no_digits_of(_fails(ex.check_eos_plateau, ref + 0.1, "does not match"), [ref])
+
+
 def test_ssl2_merge_diagnoses():
     pred = ex._ssl2_prediction()
     _fails(ex.check_ssl2_merge, pred.T, "transpose")

@@ -14,6 +14,7 @@ its `SelfCheck`: the checker, the name the student defines, the task in one line
 | `ex-ssl1-ntxent` | 3 | `nt_xent(z1, z2, temperature)`, the NT-Xent loss eq. `eq-ssl1-ntxent` on numpy arrays |
 | `ex-ssl2-merge` | 4 | `gaps`: measured t2 - t1 in rise times, shape (4, 2) |
 | `ex-soudry-second-margin` | 5 | `slopes`: log-log slopes of the residual for 4 margin ratios |
+| `ex-eos-plateau` | 6 | `slope`: log-log slope of the sharpness plateau against 2/eta over the cached sweep |
 | `ex-wu-rates` | 7 | `slopes`: fitted rate exponents for eta = T/20, T/10, T/5, T/2 |
 
 Answers that are functions are tested on fresh random problems; answers that are numbers are compared with the
@@ -31,7 +32,7 @@ import numpy as np
 
 __all__ = ["SelfCheck", "CHECKS", "check_pre_slope", "check_linreg_bayes", "check_linreg_init",
            "check_saxe_gram_schmidt", "check_ssl1_ntxent", "check_ssl2_merge", "check_soudry_second_margin",
-           "check_wu_rates"]
+           "check_eos_plateau", "check_wu_rates"]
 
 PRE_ETAS = np.geomspace(1e-3, 1e-1, 8)
 SSL2_RHOS = (0.3, 0.5, 0.7, 0.9)
@@ -234,6 +235,20 @@ def check_soudry_second_margin(slopes: Any) -> None:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Chapter 7
+def check_eos_plateau(slope: Any) -> None:
+    """Checker of `ex-eos-plateau`: slope = least-squares slope of log(plateau) against log(2/eta), the plateau being
+    the median sharpness over steps >= 750 of the five cached runs (`sharpness` data, eos_traces.npz)."""
+    got = _scalar("slope", slope)
+    ref = _eos_plateau_reference()
+    if abs(got + ref) < 0.02:
+        raise AssertionError("slope has the right size but the wrong sign: fit log(plateau) against log(2/eta), "
+                             "not against log(eta)")
+    if abs(got - ref) > 0.02:
+        raise AssertionError("slope does not match the cached sweep: take the median sharpness over steps >= 750 of "
+                             "each run (the plateau), then the least-squares slope of the logs (ld.core.loglog_slope)")
+    print("check_eos_plateau: the slope agrees with the cached sweep")
+
+
 def check_wu_rates(slopes: Any) -> None:
     """Checker of `ex-wu-rates`: slopes[i] = fitted log-log slope of L(w_T) over T in (250, 500, 1000, 2000) with
     eta = WU_FRACTIONS[i] * T on `narrow_margin_2d(seed=1)` (V7.5). Compared with the library's own sweep to 0.05,
@@ -349,6 +364,15 @@ for m in margins:
 slopes = np.array(slopes)""",
         "assert np.shape(slopes) == (4,), 'slopes must hold one value per margin ratio'"),
     SelfCheck(
+        "ex-eos-plateau", check_eos_plateau, "slope",
+        "Define `slope`: the log-log slope of the sharpness plateau against 2/eta over the cached sweep `traces`.",
+        "from pathlib import Path\n"
+        "traces = np.load(Path(ld.sharpness.__file__).parent / 'data' / 'eos_traces.npz')",
+        """late = traces["eig_steps"] >= 750
+plateau = np.median(traces["sharpness"][:, late], axis=1)
+slope = ld.core.loglog_slope(2 / traces["lrs"], plateau)""",
+        "assert np.ndim(slope) == 0, 'slope must be one number'"),
+    SelfCheck(
         "ex-wu-rates", check_wu_rates, "slopes",
         "Define `slopes`: the fitted rate exponent over `Ts` for eta = T/20, T/10, T/5 and T/2, in that order.",
         "ls = ld.large_stepsize\nTs = np.array([250, 500, 1000, 2000])\nZ1 = ls.narrow_margin_2d(seed=1)",
@@ -400,6 +424,17 @@ def _soudry_reference() -> np.ndarray:
         res = np.linalg.norm(h["w"][1:, 0] - ib.asymptotic_w(k, mm, ib.soudry_w_tilde(Z, mm, 0.1)), axis=1)
         out.append(loglog_slope(k[k >= 10_000], res[k >= 10_000]))
     return np.array(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _eos_plateau_reference() -> float:
+    from pathlib import Path
+
+    from .core import loglog_slope
+
+    traces = np.load(Path(__file__).parent / "data" / "eos_traces.npz")
+    late = traces["eig_steps"] >= 750
+    return loglog_slope(2 / traces["lrs"], np.median(traces["sharpness"][:, late], axis=1))
 
 
 @functools.lru_cache(maxsize=1)
