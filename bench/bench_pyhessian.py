@@ -79,18 +79,25 @@ def pyhessian_power(model: nn.Module, criterion: Callable, X: torch.Tensor, Y: t
 
 
 def count_hvps(fn: Callable) -> tuple[float, object, int]:
-    """Run fn with `sh.hvp` wrapped by a counter (top_eigs looks it up in its module): (seconds, result, count)."""
-    original, calls = sh.hvp, [0]
+    """Run fn with `sh.hvp_operator` wrapped so that every product it returns is counted: (seconds, result, count).
+
+    top_eigs builds its operator through the module attribute, so the wrapper sees every Hessian-vector product."""
+    original, calls = sh.hvp_operator, [0]
 
     def counting(*args, **kwargs):
-        calls[0] += 1
-        return original(*args, **kwargs)
+        matvec = original(*args, **kwargs)
 
-    sh.hvp = counting
+        def counted(x):
+            calls[0] += 1
+            return matvec(x)
+
+        return counted
+
+    sh.hvp_operator = counting
     try:
         seconds, out = timed(fn)
     finally:
-        sh.hvp = original
+        sh.hvp_operator = original
     return seconds, out, calls[0]
 
 

@@ -69,6 +69,19 @@ def test_hvp_matches_exact_hessian(data64, act):
     np.testing.assert_allclose(H, H.T, atol=0)
 
 
+def test_hvp_operator_matches_hvp_and_exact_hessian(data64):
+    """The cached-graph operator of top_eigs gives the same products as the forward-over-reverse hvp."""
+    f, p = _tiny(data64)
+    H = torch.as_tensor(sh.exact_hessian(f, p))
+    matvec = sh.hvp_operator(f, p)
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(3):  # the graph is reused across products
+        x = torch.randn(H.shape[0], generator=gen, dtype=torch.float64)
+        flat_hvp = sh._flatten(sh.hvp(f, p, sh._unflatten(x, p)))
+        torch.testing.assert_close(matvec(x), flat_hvp, atol=1e-12, rtol=1e-12)
+        torch.testing.assert_close(matvec(x), H @ x, atol=1e-12, rtol=1e-12)
+
+
 @pytest.mark.parametrize("act,seed", [("tanh", 0), ("tanh", 1), ("gelu", 0), ("elu", 1), ("relu", 2)])
 def test_power_and_lanczos_match_eigvalsh(data64, act, seed):
     f, p = _tiny(data64, act=act, seed=seed)

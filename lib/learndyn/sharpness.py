@@ -31,6 +31,7 @@ __all__ = [
     "mse_loss",
     "model_loss",
     "hvp",
+    "hvp_operator",
     "top_eigs",
     "exact_hessian",
     "train_gd_sharpness",
@@ -133,6 +134,25 @@ def hvp(loss_of_params: LossFn, params: Params, v: Params) -> Params:
     return torch.func.jvp(torch.func.grad(loss_of_params), (params,), (v,))[1]
 
 
+def hvp_operator(loss_of_params: LossFn, params: Params) -> Callable[[torch.Tensor], torch.Tensor]:
+    """x -> H x on flattened parameters, for many products at one point (power iteration, Lanczos).
+
+    Builds the gradient's graph once (reverse over reverse, `create_graph=True`) and differentiates it again for
+    each product, as PyHessian does, instead of recomputing the forward and backward pass per product like `hvp`.
+    The products agree with `hvp` to rounding (tested); each costs about one backward pass.
+    """
+    leaves = {nm: p.detach().requires_grad_(True) for nm, p in params.items()}
+    with torch.enable_grad():
+        grads = torch.autograd.grad(loss_of_params(leaves), list(leaves.values()), create_graph=True)
+
+    def matvec(x: torch.Tensor) -> torch.Tensor:
+        vs = [c.reshape(p.shape) for c, p in zip(_split(x, params), params.values(), strict=True)]
+        hv = torch.autograd.grad(grads, list(leaves.values()), grad_outputs=vs, retain_graph=True)
+        return torch.cat([h.reshape(-1) for h in hv])
+
+    return matvec
+
+
 def top_eigs(loss_of_params: LossFn, params: Params, k: int = 1, method: Literal["power", "lanczos"] = "power",
              iters: int = 20, v0: Params | None = None, shift: float = 0.0, tol: float = 1e-6,
              seed: int = 0) -> tuple[np.ndarray, Params]:
@@ -158,9 +178,7 @@ def top_eigs(loss_of_params: LossFn, params: Params, k: int = 1, method: Literal
         raise ValueError(f"shift must be finite and tol >= 0; got shift={shift}, tol={tol}")
     V = _start_block(params, k, v0, seed)  # (n, k)
 
-    def matvec(x: torch.Tensor) -> torch.Tensor:
-        return _flatten(hvp(loss_of_params, params, _unflatten(x, params)))
-
+    matvec = hvp_operator(loss_of_params, params)
     if method == "lanczos":
         vals, vecs = _lanczos(matvec, n, k, iters, V[:, 0], tol, params)
     else:
