@@ -23,29 +23,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import torch
+from bench_sharpness import count_hvps, timed  # the sibling script: one definition of each
 from torch import nn
 
 import learndyn as ld
 from learndyn import sharpness as sh
 
 TOLS = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 3e-6, 1e-6, 1e-7, 1e-8)
-
-
-def timed(fn: Callable, repeat: int = 1) -> tuple[float, object]:
-    """Best wall time of `repeat` calls (seconds) and the last result."""
-    best, out = np.inf, None
-    for _ in range(repeat):
-        tic = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - tic)
-    return best, out
 
 
 def pyhessian_power(model: nn.Module, criterion: Callable, X: torch.Tensor, Y: torch.Tensor, max_iter: int = 1000,
@@ -76,29 +65,6 @@ def pyhessian_power(model: nn.Module, criterion: Callable, X: torch.Tensor, Y: t
         eigenvalue = estimate
     model.zero_grad(set_to_none=True)
     return eigenvalue, n
-
-
-def count_hvps(fn: Callable) -> tuple[float, object, int]:
-    """Run fn with `sh.hvp_operator` wrapped so that every product it returns is counted: (seconds, result, count).
-
-    top_eigs builds its operator through the module attribute, so the wrapper sees every Hessian-vector product."""
-    original, calls = sh.hvp_operator, [0]
-
-    def counting(*args, **kwargs):
-        matvec = original(*args, **kwargs)
-
-        def counted(x):
-            calls[0] += 1
-            return matvec(x)
-
-        return counted
-
-    sh.hvp_operator = counting
-    try:
-        seconds, out = timed(fn)
-    finally:
-        sh.hvp_operator = original
-    return seconds, out, calls[0]
 
 
 def loosest(run: Callable[[float], tuple[float, object, int]], value: Callable[[object], float], ref: float,

@@ -20,7 +20,16 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from .core import History, as_int, as_positive, check_finite, few_threads_if_small, get_device, make_generator
+from .core import (
+    History,
+    as_int,
+    as_positive,
+    as_real_array,
+    check_finite,
+    few_threads_if_small,
+    get_device,
+    make_generator,
+)
 
 __all__ = [
     "gamma_matrix",
@@ -49,7 +58,7 @@ def gamma_matrix(X: ArrayLike, Xp: ArrayLike) -> np.ndarray:
 
     X and Xp hold the two views of the same n inputs as rows, shape (n, m). Symmetric; may be indefinite.
     """
-    X, Xp = _real("X", X), _real("Xp", Xp)
+    X, Xp = as_real_array("X", X), as_real_array("Xp", Xp)
     if X.ndim != 2 or X.shape != Xp.shape:
         raise ValueError(f"X and Xp must both have shape (n, m); got {X.shape} and {Xp.shape}")
     return (X.T @ Xp + Xp.T @ X) / (2 * X.shape[0])
@@ -62,7 +71,7 @@ def make_gamma(eigs: ArrayLike, m: int, seed: int = 0) -> tuple[np.ndarray, np.n
     of eigs[j], in the order given.
     """
     m = as_int("m", m, minimum=1)
-    lam = _real("eigs", eigs).ravel()
+    lam = as_real_array("eigs", eigs).ravel()
     if lam.size > m:
         raise ValueError(f"eigs has {lam.size} values but m = {m}: give at most m eigenvalues")
     lam = np.concatenate([lam, np.zeros(m - lam.size)])
@@ -98,7 +107,7 @@ def barlow_logistic(t: ArrayLike, lam: ArrayLike, a0: ArrayLike) -> np.ndarray:
     Solves da/dt = 8 lam a (1 - a) for a mode of the aligned family; t, lam, a0 broadcast. Written with
     e^{-8 lam t} so that it does not overflow for large t (lam > 0); for lam <= 0 the mode decays or stays.
     """
-    t, lam, a0 = (_real(n, x) for n, x in (("t", t), ("lam", lam), ("a0", a0)))
+    t, lam, a0 = (as_real_array(n, x) for n, x in (("t", t), ("lam", lam), ("a0", a0)))
     x = np.clip(-8.0 * lam * t, -700.0, 700.0)
     return a0 / (a0 + (1.0 - a0) * np.exp(x))
 
@@ -108,7 +117,7 @@ def barlow_time(lam: ArrayLike, a0: ArrayLike, level: float = 0.5) -> np.ndarray
 
     Eq. `eq-ssl2-step-time` (level 1/2: t = ln((1 - a0)/a0) / (8 lam)). Infinite where lam <= 0 (never learned).
     """
-    lam, a0 = _real("lam", lam), _real("a0", a0)
+    lam, a0 = as_real_array("lam", lam), as_real_array("a0", a0)
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1); got {level!r}")
     if np.any(a0 <= 0) or np.any(a0 >= 1):
@@ -125,7 +134,7 @@ def barlow_gd_map(lam: ArrayLike, a0: ArrayLike, lr: float, steps: int) -> np.nd
     lam and a0 broadcast; returns shape (steps + 1, *broadcast shape).
     """
     lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
-    lam, a = np.broadcast_arrays(_real("lam", lam), _real("a0", a0))
+    lam, a = np.broadcast_arrays(as_real_array("lam", lam), as_real_array("a0", a0))
     out = np.empty((steps + 1, *lam.shape))
     out[0] = a
     for k in range(steps):
@@ -144,7 +153,7 @@ def barlow_gd_steps(lam: ArrayLike, a0: ArrayLike, lr: float, level: float = 0.5
     GD's lag (relative r/4), the last a fixed offset. Error O(r) steps.
     """
     lr = as_positive("lr", lr)
-    a0 = _real("a0", a0)
+    a0 = as_real_array("a0", a0)
     return (barlow_time(lam, a0, level=level) / lr + 0.25 * np.log(level / a0)
             + 0.5 * np.log((1 - level) / (1 - a0)))
 
@@ -209,8 +218,8 @@ def aligned_init(Gamma: ArrayLike, d: int, varsigma: ArrayLike, Q: ArrayLike | N
     if d > G.shape[-1]:
         raise ValueError(f"d (embedding dimension) must be at most m = {G.shape[-1]}; got {d}")
     _, V = _top_eigh(G, d)
-    s = np.broadcast_to(_real("varsigma", varsigma), (d,))
-    Q = np.eye(d) if Q is None else _real("Q", Q)
+    s = np.broadcast_to(as_real_array("varsigma", varsigma), (d,))
+    Q = np.eye(d) if Q is None else as_real_array("Q", Q)
     if Q.shape != (d, d) or not np.allclose(Q @ Q.T, np.eye(d), atol=1e-10):
         raise ValueError(f"Q must be an orthogonal ({d}, {d}) matrix")
     return Q @ (s[:, None] * V.T)
@@ -221,7 +230,7 @@ def small_init(d: int, m: int, eps: ArrayLike, seed: int = 0) -> np.ndarray:
     d, m = as_int("d", d, minimum=1), as_int("m", m, minimum=1)
     if d > m:
         raise ValueError(f"d (embedding dimension) must be at most m = {m}; got {d}")
-    eps = _real("eps", eps)
+    eps = as_real_array("eps", eps)
     if np.any(eps <= 0):
         raise ValueError("eps (initialisation scale) must be positive")
     Z = np.random.default_rng(seed).standard_normal((d, m)) / np.sqrt(m)
@@ -239,7 +248,7 @@ def train_barlow_linear(Gamma: ArrayLike, W0: ArrayLike, lr: float | ArrayLike, 
     Raises DivergenceError (with the step) if the weights leave the finite numbers.
     """
     G = _gamma(Gamma)
-    W0 = _real("W0", W0)
+    W0 = as_real_array("W0", W0)
     if W0.ndim not in (2, 3):
         raise ValueError(f"W0 must have shape (d, m) or (B, d, m); got {W0.shape}")
     _check_d(W0.shape[-2], W0, G)
@@ -255,7 +264,7 @@ def train_barlow_views(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, st
 
     The recorded metrics (as in `train_barlow_linear`) use the full-data Gamma = gamma_matrix(X, Xp).
     """
-    X, Xp = _real("X", X), _real("Xp", Xp)
+    X, Xp = as_real_array("X", X), as_real_array("Xp", Xp)
     G = gamma_matrix(X, Xp)
     batch_size = as_int("batch_size", batch_size, minimum=1)
     dev = get_device(device)
@@ -267,7 +276,7 @@ def train_barlow_views(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, st
         a, b = Xt[idx], Xpt[idx]
         return (a.T @ b + b.T @ a) / (2 * batch_size)
 
-    W0 = _real("W0", W0)
+    W0 = as_real_array("W0", W0)
     _check_d(W0.shape[-2], W0, G)
     with few_threads_if_small(dev, np.asarray(W0).size):
         return _gd_loop(W0, lr, steps, record_every, dev, batch_gamma, G)
@@ -358,20 +367,8 @@ def _gd_loop(W0: np.ndarray, lr: float | ArrayLike, steps: int, record_every: in
     return History(np.asarray(rec_steps), {"loss": loss, "eigC": eigC, "modes": modes}, {"W": Wf})
 
 
-def _real(name: str, x: ArrayLike) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be an array of real numbers; got {type(x).__name__}") from err
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite")
-    return a
-
-
 def _gamma(Gamma: ArrayLike) -> np.ndarray:
-    G = _real("Gamma", Gamma)
+    G = as_real_array("Gamma", Gamma)
     if G.ndim != 2 or G.shape[0] != G.shape[1]:
         raise ValueError(f"Gamma must be a square (m, m) matrix; got shape {G.shape}")
     if not np.allclose(G, G.T, rtol=0, atol=1e-10 * max(1.0, np.abs(G).max())):
@@ -380,7 +377,7 @@ def _gamma(Gamma: ArrayLike) -> np.ndarray:
 
 
 def _check_pair(W: ArrayLike, Gamma: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    W, G = _real("W", W), _gamma(Gamma)
+    W, G = as_real_array("W", W), _gamma(Gamma)
     if W.ndim < 2 or W.shape[-1] != G.shape[0]:
         raise ValueError(f"W must have shape (..., d, m) with m = {G.shape[0]} (the size of Gamma); got {W.shape}")
     return W, G

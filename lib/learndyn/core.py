@@ -30,6 +30,7 @@ __all__ = [
     "as_positive",
     "as_int",
     "few_threads_if_small",
+    "as_real_array",
 ]
 
 
@@ -198,6 +199,20 @@ def as_int(name: str, value: int, minimum: int = 0) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")
     return int(value)
+
+
+def as_real_array(name: str, value: Any) -> np.ndarray:
+    """Validate a real, finite array argument (numpy, a number, or a torch tensor from a simulator) as float64."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a real number or an array of real numbers; "
+                        f"got {type(value).__name__}") from err
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (found NaN or inf)")
+    return arr
 
 
 def _to_numpy(v: Any) -> np.ndarray:

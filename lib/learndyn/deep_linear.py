@@ -20,7 +20,7 @@ import torch
 from numpy.typing import ArrayLike
 from scipy import integrate
 
-from .core import DivergenceError, as_int, as_positive
+from .core import DivergenceError, as_int, as_positive, as_real_array
 
 __all__ = [
     "two_layer_loss",
@@ -193,7 +193,7 @@ def riccati_u(t: ArrayLike, s: ArrayLike, u0: ArrayLike, tau: float = 1.0) -> np
 
     Holds for a balanced mode (a = b); u0 > 0, s > 0. Arguments broadcast.
     """
-    t, s, u0 = _real("t", t), _positive("s", s), _positive("u0", u0)
+    t, s, u0 = as_real_array("t", t), _positive("s", s), _positive("u0", u0)
     tau = as_positive("tau", tau)
     return s / (1.0 + (s / u0 - 1.0) * np.exp(-2.0 * s * t / tau))
 
@@ -223,7 +223,7 @@ def gd_half_steps(s: ArrayLike, u0: ArrayLike, eta: ArrayLike) -> np.ndarray:
 
 def general_u_rhs(u: ArrayLike, s: ArrayLike, c0: ArrayLike, tau: float = 1.0) -> np.ndarray:
     """du/dt for one mode with conserved c0 = a^2 - b^2, eq. `eq-saxe-general-u`: sqrt(c0^2 + 4 u^2) (s - u) / tau."""
-    u, s, c0 = _real("u", u), _positive("s", s), _real("c0", c0)
+    u, s, c0 = as_real_array("u", u), _positive("s", s), as_real_array("c0", c0)
     return np.sqrt(c0**2 + 4.0 * u**2) * (s - u) / as_positive("tau", tau)
 
 
@@ -237,7 +237,7 @@ def hyperbolic_u(t: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, tau: 
     When |c0| < 1e-9 max(s, |u0|) the balanced solution is used instead (the limit c0 -> 0, where the formula above
     loses digits): the Riccati law for u0 > 0, its time reversal (decay to the saddle) for u0 < 0. Arguments broadcast.
     """
-    t, s, a0, b0 = _real("t", t), _positive("s", s), _real("a0", a0), _real("b0", b0)
+    t, s, a0, b0 = as_real_array("t", t), _positive("s", s), as_real_array("a0", a0), as_real_array("b0", b0)
     tau = as_positive("tau", tau)
     t, s, a0, b0 = np.broadcast_arrays(t, s, a0, b0)
     c, u0 = np.abs(a0**2 - b0**2), a0 * b0
@@ -262,7 +262,7 @@ def hyperbolic_time(uf: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, t
     uf must lie strictly between u0 = a0 b0 and s (the mode moves monotonically towards s). Balanced modes
     (|c0| below the threshold of `hyperbolic_u`) use `riccati_time`.
     """
-    uf, s, a0, b0 = _real("uf", uf), _positive("s", s), _real("a0", a0), _real("b0", b0)
+    uf, s, a0, b0 = as_real_array("uf", uf), _positive("s", s), as_real_array("a0", a0), as_real_array("b0", b0)
     tau = as_positive("tau", tau)
     uf, s, a0, b0 = np.broadcast_arrays(uf, s, a0, b0)
     c, u0 = np.abs(a0**2 - b0**2), a0 * b0
@@ -285,20 +285,20 @@ def hyperbolic_time(uf: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, t
 
 def shallow_flow(t: ArrayLike, s: ArrayLike, a0: ArrayLike, tau: float = 1.0) -> np.ndarray:
     """Shallow network y = W x, eq. `eq-saxe-shallow`: tau a' = s - a, a(t) = s + (a0 - s) exp(-t / tau)."""
-    t, s, a0 = _real("t", t), _real("s", s), _real("a0", a0)
+    t, s, a0 = as_real_array("t", t), as_real_array("s", s), as_real_array("a0", a0)
     return s + (a0 - s) * np.exp(-t / as_positive("tau", tau))
 
 
 def shallow_gd(k: ArrayLike, s: ArrayLike, a0: ArrayLike, eta: ArrayLike) -> np.ndarray:
     """GD on the shallow network, exactly, eq. `eq-saxe-shallow-gd`: a_k = s + (a0 - s)(1 - eta)^k."""
-    k, s, a0, eta = _real("k", k), _real("s", s), _real("a0", a0), _positive("eta", eta)
+    k, s, a0, eta = as_real_array("k", k), as_real_array("s", s), as_real_array("a0", a0), _positive("eta", eta)
     return s + (a0 - s) * (1.0 - eta) ** k
 
 
 def deep_balanced_rhs(u: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0) -> np.ndarray:
     """du/dt of a balanced depth-D scalar chain u = a^D, eq. `eq-saxe-depth`: D u^(2 - 2/D) (s - u) / tau (u >= 0)."""
     D = as_int("D", D, minimum=1)
-    u, s = _real("u", u), _positive("s", s)
+    u, s = as_real_array("u", u), _positive("s", s)
     if np.any(u < 0):
         raise ValueError("u must be non-negative for the balanced chain (u = a^D with a >= 0)")
     return D * u ** (2.0 - 2.0 / D) * (s - u) / as_positive("tau", tau)
@@ -325,7 +325,7 @@ def deep_balanced_time(u0: ArrayLike, uf: ArrayLike, s: ArrayLike, D: int, tau: 
 
 def mode_strengths(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike) -> np.ndarray:
     """Mode strengths u_alpha = (U^T W2 W1 V)_{alpha alpha}, alpha <= min(N1, N3), eq. `eq-saxe-modes`; batched."""
-    W1, W2, U, V = (_real(n, x) for n, x in (("W1", W1), ("W2", W2), ("U", U), ("V", V)))
+    W1, W2, U, V = (as_real_array(n, x) for n, x in (("W1", W1), ("W2", W2), ("U", U), ("V", V)))
     _check_chain(W1, W2, U, V)
     M = np.swapaxes(U, -1, -2) @ W2 @ W1 @ V
     return np.diagonal(M, axis1=-2, axis2=-1)
@@ -340,9 +340,9 @@ def effective_u0(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike, svals
     order of s_alpha, u0_alpha = ||P_perp(c_1..c_{alpha-1}) c_alpha||^2 (later modes grow only in the hidden
     directions earlier modes left free). Returns (..., r) in the order of `svals`; batched over leading axes.
     """
-    W1, W2, U, V = (_real(n, x) for n, x in (("W1", W1), ("W2", W2), ("U", U), ("V", V)))
+    W1, W2, U, V = (as_real_array(n, x) for n, x in (("W1", W1), ("W2", W2), ("U", U), ("V", V)))
     _check_chain(W1, W2, U, V)
-    s = _real("svals", svals).ravel()
+    s = as_real_array("svals", svals).ravel()
     r = s.size
     if r > min(W1.shape[-1], W2.shape[-2]):
         raise ValueError(f"svals has {r} values but there are only min(N1, N3) = {min(W1.shape[-1], W2.shape[-2])} "
@@ -371,7 +371,8 @@ def half_times(steps: ArrayLike, modes: ArrayLike, svals: ArrayLike, frac: float
     steps (K,), modes (K, ..., r) as recorded by the simulators, svals (r,). Returns (..., r). The interpolation
     error is O(record_every^2) times the curvature of u, far below a step for the record intervals the book uses.
     """
-    steps, modes, s = _real("steps", steps).ravel(), _real("modes", modes), _positive("svals", svals).ravel()
+    steps, modes = as_real_array("steps", steps).ravel(), as_real_array("modes", modes)
+    s = _positive("svals", svals).ravel()
     if modes.shape[0] != steps.size or modes.shape[-1] != s.size:
         raise ValueError(f"modes must have shape (K={steps.size}, ..., r={s.size}); got {modes.shape}")
     if not 0 < frac < 1:
@@ -413,27 +414,15 @@ def check_effective_u0(fn: Callable[..., ArrayLike], seed: int = 0) -> None:
     print(f"check_effective_u0: all {got.size} modes agree with eq. eq-saxe-u0-eff to 1e-8")
 
 # ---------------------------------------------------------------------------------------------------------------
-def _real(name: str, x: ArrayLike) -> np.ndarray:
-    if isinstance(x, torch.Tensor):                            # weights straight from a simulator or an init
-        x = x.detach().cpu().numpy()
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be a real number or an array of real numbers; got {type(x).__name__}") from err
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite; got {x!r}")
-    return arr
-
-
 def _positive(name: str, x: ArrayLike) -> np.ndarray:
-    arr = _real(name, x)
+    arr = as_real_array(name, x)
     if np.any(arr <= 0):
         raise ValueError(f"{name} must be positive; got {x!r}")
     return arr
 
 
 def _inside(name: str, x: ArrayLike, lo: float, hi: np.ndarray) -> np.ndarray:
-    arr = _real(name, x)
+    arr = as_real_array(name, x)
     if not np.all((arr > lo) & (arr < hi)):
         raise ValueError(f"{name} must lie strictly between 0 and s; got {name}={x!r}, s={hi!r}")
     return arr
