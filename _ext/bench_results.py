@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from book_tables import table_row  # _ext/ is on sys.path for the local extensions
 from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
@@ -103,21 +104,12 @@ def _table(head: list[str], rows: list[list[str]], cls: str = "bench-results") -
     for _ in head:
         group += nodes.colspec(colwidth=10)
     thead, tbody = nodes.thead(), nodes.tbody()
-    thead += _row(head)
+    thead += table_row(head)
     for r in rows:
-        tbody += _row(r)
+        tbody += table_row(r)
     group += thead
     group += tbody
     return table
-
-
-def _row(cells: list[str]) -> nodes.row:
-    row = nodes.row()
-    for text in cells:
-        entry = nodes.entry()
-        entry += nodes.paragraph(text=text)
-        row += entry
-    return row
 
 
 def setup(app) -> dict[str, Any]:

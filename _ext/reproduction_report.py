@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from book_tables import table_row  # _ext/ is on sys.path for the local extensions
 from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
@@ -58,15 +59,6 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _row(cells: list[str]) -> nodes.row:
-    row = nodes.row()
-    for text in cells:
-        entry = nodes.entry()
-        entry += nodes.paragraph(text=text)
-        row += entry
-    return row
-
-
 def _table(records: list[dict[str, Any]]) -> nodes.table:
     table = nodes.table(classes=["reproduction-report"])
     group = nodes.tgroup(cols=len(COLUMNS))
@@ -74,12 +66,12 @@ def _table(records: list[dict[str, Any]]) -> nodes.table:
     for width in (30, 12, 12, 14, 26, 6):
         group += nodes.colspec(colwidth=width)
     head = nodes.thead()
-    head += _row(list(COLUMNS))
+    head += table_row(list(COLUMNS))
     group += head
     body = nodes.tbody()
     for r in records:
         why = r["why"] + (f" (source: {r['source']})" if r.get("source") else "")
-        body += _row([r["name"], _fmt(r["measured"]), _fmt(r["expected"]), _fmt(r["tolerance"]), why,
+        body += table_row([r["name"], _fmt(r["measured"]), _fmt(r["expected"]), _fmt(r["tolerance"]), why,
                       "pass" if r["passed"] else "FAIL"])
     group += body
     return table

@@ -15,8 +15,9 @@ BENCH = ROOT / "bench"
 
 
 def _load(name: str, folder: Path = BENCH):
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))  # the scripts import their sibling sim_cases.py
+    for sibling in {BENCH, folder}:  # scripts and extensions import their siblings (sim_cases, book_tables)
+        if str(sibling) not in sys.path:
+            sys.path.insert(0, str(sibling))
     spec = importlib.util.spec_from_file_location(f"_bench_{name}", folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
