@@ -8,7 +8,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := $(JOBS)
 
-.PHONY: book test sync lint unit notebooks site site-check clean help
+.PHONY: book test sync lint unit notebooks standard site site-check clean help
 
 help:
 	@echo "make book   - set up .venv and build the website into _build/html"
@@ -39,10 +39,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check lib tests bench scripts
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/test_site_browser.py -n $(JOBS) -q
+	$(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/records --ignore=tests/test_site_browser.py \
+		-n $(JOBS) -q
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax chapters -n $(JOBS) --dist loadfile -q
+
+# The standard of a claim, over the records the notebooks just wrote (tests/records); then the weak spots.
+standard: $(STAMP)
+	$(BIN)/python -m pytest tests/records -q
+	$(BIN)/python -m learndyn.checks audit | grep '^=='
 
 site: book
 
@@ -53,6 +59,7 @@ test: $(STAMP)
 	$(MAKE) lint
 	$(MAKE) unit
 	$(MAKE) notebooks
+	$(MAKE) standard
 	$(MAKE) book
 	$(MAKE) site-check
 

@@ -1,6 +1,8 @@
 """Unit tests of learndyn.checks: a check passes, fails loudly, and records."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from learndyn import checks
 
 def test_check_close_passes_and_prints(capsys):
     checks.start_chapter("unit")
-    checks.check_close("pi", 3.1416, np.pi, atol=1e-4, why="4 digits")
+    checks.check_close("pi", 3.1416, np.pi, atol=1e-4, why="4 digits", against="math.pi")
     out = capsys.readouterr().out
     assert out.startswith("PASS  pi\n") and "measured 3.142" in out and "atol 0.0001" in out
     assert "tolerance: 4 digits" in out
@@ -19,22 +21,22 @@ def test_check_close_passes_and_prints(capsys):
 
 def test_check_close_fails_with_message():
     with pytest.raises(AssertionError, match="FAIL  off by one percent\n      measured 1.01, expected 1"):
-        checks.check_close("off by one percent", 1.01, 1.0, rtol=1e-3, why="tight")
+        checks.check_close("off by one percent", 1.01, 1.0, rtol=1e-3, why="tight", against="x")
 
 
 def test_check_close_arrays_tensors_and_nan():
-    checks.check_close("arrays", torch.ones(3), np.ones(3), atol=0, why="exact")
+    checks.check_close("arrays", torch.ones(3), np.ones(3), atol=0, why="exact", kind="sanity")
     with pytest.raises(AssertionError, match="nan"):
-        checks.check_close("nan never passes", np.array([1.0, np.nan]), 1.0, atol=10, why="huge")
+        checks.check_close("nan never passes", np.array([1.0, np.nan]), 1.0, atol=10, why="huge", kind="sanity")
     with pytest.raises(ValueError, match="broadcast"):
-        checks.check_close("shapes", np.ones(3), np.ones(2), atol=1, why="x")
+        checks.check_close("shapes", np.ones(3), np.ones(2), atol=1, why="x", kind="sanity")
 
 
 def test_reason_is_required_and_tolerances_validated():
     with pytest.raises(ValueError, match="why"):
-        checks.check_close("no reason", 1.0, 1.0, atol=1)
+        checks.check_close("no reason", 1.0, 1.0, atol=1, against="x")
     with pytest.raises(ValueError, match="rtol"):
-        checks.check_close("negative", 1.0, 1.0, rtol=-1, why="x")
+        checks.check_close("negative", 1.0, 1.0, rtol=-1, why="x", against="x")
 
 
 def test_check_between_and_less():
@@ -49,8 +51,8 @@ def test_check_between_and_less():
 def test_records_are_written_and_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("LEARNDYN_CHECKS_DIR", str(tmp_path))
     checks.start_chapter("rec")
-    checks.check_close("a", 1.0, 1.0, atol=0.1, why="w")
-    checks.check_close("a", 1.05, 1.0, atol=0.1, why="w")  # same name: replaced, not duplicated
+    checks.check_close("a", 1.0, 1.0, atol=0.1, why="w", against="x")
+    checks.check_close("a", 1.05, 1.0, atol=0.1, why="w", against="x")  # same name: replaced, not duplicated
     with pytest.raises(AssertionError):
         checks.check_less("b", 2.0, 1.0, why="w", source="Paper, Fig. 1")
     rows = json.loads((tmp_path / "rec.json").read_text())
@@ -59,3 +61,167 @@ def test_records_are_written_and_replaced(tmp_path, monkeypatch):
     assert not rows[1]["passed"] and rows[1]["source"] == "Paper, Fig. 1"
     checks.start_chapter("rec")  # a re-run starts afresh
     assert not (tmp_path / "rec.json").exists()
+
+
+# --- kinds, resolution, slack --------------------------------------------------------------------------------------
+def _passes(m, e, rtol, atol):
+    """The check_close test, along the last axis (one row per perturbed prediction)."""
+    return np.all(np.abs(m - e) <= atol + rtol * np.abs(e), axis=-1)
+
+
+def _brute_resolution(m, e, rtol, atol, grid):
+    """Perturb the prediction by (1 +- delta) on a fine grid and re-check: the first failing delta, worse sign."""
+    worst = 0.0
+    for s in (1.0, -1.0):
+        fails = ~_passes(m[None, :], e[None, :] * (1 + s * grid[:, None]), rtol, atol)
+        worst = max(worst, grid[np.argmax(fails)] if fails.any() else np.inf)
+    return worst
+
+
+def test_resolution_matches_brute_force_on_random_cases():
+    rng = np.random.default_rng(1)
+    grid = np.concatenate([np.linspace(0, 0.05, 50001)[1:], np.linspace(0.05, 3, 59001)[1:]])
+    cases = 0
+    while cases < 300:
+        n = int(rng.integers(1, 5))
+        e = rng.normal(size=n) * 10.0 ** rng.uniform(-2, 2)
+        if rng.random() < 0.15:
+            e[0] = 0.0
+        rtol = float(rng.choice([0.0, 10 ** rng.uniform(-4, -0.3)]))
+        atol = float(rng.choice([0.0, 10 ** rng.uniform(-4, 0)])) if rtol else float(10 ** rng.uniform(-4, 0))
+        m = e + rng.uniform(-1, 1, size=n) * (atol + rtol * np.abs(e))
+        if not _passes(m, e, rtol, atol):
+            continue
+        exact = checks.close_resolution(m, e, rtol, atol)
+        brute = _brute_resolution(m, e, rtol, atol, grid)
+        if np.isinf(exact) or exact > 2.9:
+            assert brute > 2.9 or np.isinf(brute), (m, e, rtol, atol, exact, brute)
+        else:
+            step = 1e-6 if exact < 0.05 else 5e-5  # the grid spacing around the answer
+            assert exact <= brute <= exact + step + 1e-12, (m, e, rtol, atol, exact, brute)
+        cases += 1
+
+
+def test_window_resolution_matches_brute_force():
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        e = float(rng.uniform(0.5, 3) * rng.choice([-1, 1]))
+        low, high = e - rng.uniform(0, 0.3), e + rng.uniform(0, 0.3)
+        m = rng.uniform(low, high, size=int(rng.integers(1, 4)))
+        exact = checks.window_resolution(m, e, low, high)
+        grid = np.linspace(0, 1, 100001)[:, None]
+        first = []
+        for s in (1, -1):  # move the window with the prediction e -> e (1 + s delta) until a measurement leaves it
+            out = np.any((m < low + s * grid * e) | (m > high + s * grid * e), axis=1)
+            first.append(grid[np.argmax(out), 0] if out.any() else np.inf)
+        brute = max(first)
+        assert exact <= brute <= exact + 1e-5 + 1e-12
+
+
+def test_resolution_examples():
+    assert checks.close_resolution(1.005, 1.0, 0.0, 0.01) == pytest.approx(0.015)  # the + sign needs 1.5 %
+    assert checks.close_resolution(1.0, 1.0, 0.01, 0.0) == pytest.approx(0.01 / 0.99)
+    assert checks.close_resolution(1.0, 1.0, 0.0, 0.0) == 0.0  # an exact check catches any change
+    assert checks.close_resolution(0.0, 0.0, 0.0, 1e-9) == np.inf  # a prediction of 0 cannot be moved relatively
+    assert checks.close_resolution([1.0, 2.0], [1.0, 2.01], 0.0, 0.02) == pytest.approx(0.03 / 2.01)
+    assert checks.window_resolution(1.0, 1.0, 0.9, 1.2) == pytest.approx(0.2)
+
+
+def test_claims_print_and_record_kind_against_resolution(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LEARNDYN_CHECKS_DIR", str(tmp_path))
+    checks.start_chapter("kinds")
+    checks.check_close("tight", 1.0, 1.0, rtol=1e-3, why="w", against="a separate closed form")
+    assert "claim against a separate closed form; resolves 0.1 %" in capsys.readouterr().out
+    checks.check_close("loose", 1.0, 1.0, rtol=0.05, why="w", against="Monte Carlo",
+                       resolution_why="3 standard errors are 5 % of the mean")
+    assert "resolves 5.3 % (3 standard errors are 5 % of the mean)" in capsys.readouterr().out
+    checks.check_close("weak", 1.0, 1.0, rtol=0.05, why="w", against="x")
+    assert "weaker than 1 %, and no reason given" in capsys.readouterr().out
+    checks.check_between("window", 2.05, 1.8, 2.2, expected=2.0, why="O(eta)", against="GD runs")
+    checks.check_between("plain window", 0.5, 0.0, 2.0, why="theorem")
+    checks.check_less("bound", 0.5, 2.0, why="theorem")
+    checks.check_close("identity", 1.0, 1.0, atol=1e-12, why="round-off", kind="sanity")
+    assert "sanity check (bookkeeping, not evidence)" in capsys.readouterr().out.splitlines()[-1]
+    rows = {r["name"]: r for r in json.loads((tmp_path / "kinds.json").read_text())}
+    assert rows["tight"]["kind"] == "claim" and rows["tight"]["against"] == "a separate closed form"
+    assert rows["tight"]["resolution"] == pytest.approx(1e-3 / (1 - 1e-3))
+    assert rows["loose"]["resolution_why"].startswith("3 standard errors") and rows["weak"]["resolution_why"] == ""
+    assert rows["window"]["kind"] == "claim" and rows["window"]["resolution"] == pytest.approx(0.125)
+    assert rows["plain window"]["kind"] == "bound" and rows["plain window"]["slack"] == {"low": 0.5, "high": 0.75}
+    assert rows["bound"]["slack"] == pytest.approx(0.75) and rows["bound"]["resolution"] is None
+    assert rows["identity"]["kind"] == "sanity" and rows["identity"]["resolution"] is None
+    assert all(r["anchor"].startswith("check-kinds-") for r in rows.values())
+    assert len({r["anchor"] for r in rows.values()}) == len(rows)
+
+
+def test_kind_rules():
+    with pytest.raises(ValueError, match="against="):
+        checks.check_close("no independent side", 1.0, 1.0, atol=1, why="w")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        checks.check_close("k", 1.0, 1.0, atol=1, why="w", kind="proof")
+    with pytest.raises(ValueError, match="check_close"):
+        checks.check_less("k", 1.0, 2.0, why="w", kind="claim", against="x")
+    with pytest.raises(ValueError, match="expected="):
+        checks.check_between("k", 1.0, 0.0, 2.0, why="w", kind="claim", against="x")
+    with pytest.raises(ValueError, match="resolution_why"):
+        checks.check_between("k", 1.0, 0.0, 2.0, why="w", resolution_why="because")
+
+
+def test_bad_input_to_the_checks():
+    """The reliability review's cases: no silent pass on a malformed comparison."""
+    with pytest.raises(ValueError, match=r"broadcast to \(3, 3\), more pairs"):
+        checks.check_close("c", np.array([1.0, 2.0, 3.0]), np.array([[1.0], [2.0], [3.0]]), atol=2.0, why="w",
+                           against="x")
+    checks.check_close("scalar against an array", np.ones(3), 1.0, atol=0.1, why="w", against="x")
+    with pytest.raises(TypeError, match="measured must be real"):
+        checks.check_close("c", np.array([1 + 5j]), 1.0, atol=0.1, why="w", against="x")
+    for call in (lambda: checks.check_close("c", [], 1.0, atol=1, why="w", against="x"),
+                 lambda: checks.check_between("c", np.array([]), 0, 1, why="w"),
+                 lambda: checks.check_less("c", np.zeros((0, 2)), 1.0, why="w")):
+        with pytest.raises(ValueError, match="measured is empty"):
+            call()
+    with pytest.raises(ValueError, match="expected contains NaN"):
+        checks.check_close("c", 1.0, np.nan, atol=1, why="w", against="x")
+    with pytest.raises(ValueError, match="bound contains NaN"):
+        checks.check_less("c", 1.0, [np.nan], why="w")
+    with pytest.raises(TypeError, match="atol must be a real number"):
+        checks.check_close("c", 1.0, 1.0, atol="0.1", why="w", against="x")
+    with pytest.raises(ValueError, match="low must be a number"):
+        checks.check_between("c", 1.0, np.nan, 2.0, why="w")
+    with pytest.raises(ValueError, match="chapter must be"):
+        checks.start_chapter("../../escape")
+
+
+def test_bound_slack_with_zero_and_infinite_bounds(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LEARNDYN_CHECKS_DIR", str(tmp_path))
+    checks.start_chapter("slack")
+    checks.check_less("zero bound", [-1.0, -0.5], [0.0, 0.0], why="w")
+    out = capsys.readouterr().out
+    assert "nan" not in out and "smallest bound - measured 0.5" in out
+    checks.check_between("one-sided", 3.0, 1.0, np.inf, why="w")
+    rows = {r["name"]: r for r in json.loads((tmp_path / "slack.json").read_text())}
+    assert rows["zero bound"]["slack"] == pytest.approx(0.5)
+    assert rows["one-sided"]["slack"]["low"] == pytest.approx(2.0) and np.isinf(rows["one-sided"]["slack"]["high"])
+
+
+def test_audit_lists_weak_claims_and_loose_bounds(tmp_path, monkeypatch):
+    from learndyn.checks import records
+
+    monkeypatch.setenv("LEARNDYN_CHECKS_DIR", str(tmp_path))
+    checks.start_chapter("07_demo")
+    checks.check_close("tight claim", 1.0, 1.0, rtol=1e-3, why="w", against="sim")
+    checks.check_close("weak claim", 1.0, 1.0, rtol=0.1, why="w", against="sim")
+    checks.check_less("loose bound", 0.1, 1.0, why="w")
+    checks.check_less("tight bound", 0.99, 1.0, why="w")
+    rows = records.load(tmp_path)["07_demo"]
+    s = records.summarise(rows)
+    assert (s.claims, s.bounds, s.sanity, s.resolving) == (2, 2, 0, 1) and s.worst == pytest.approx(0.1 / 0.9)
+    text = records.audit(records.load(tmp_path))
+    assert text.index("weak claim") < text.index("tight claim")  # worst first
+    assert "loose bound" in text.split("bounds with more than 50 % slack:")[1]
+    assert "tight bound" not in text.split("bounds with more than 50 % slack:")[1]
+    assert records.violations("07_demo", rows, held=False) == []
+    assert any("weak claim" in v for v in records.violations("07_demo", rows, held=True))
+    cli = subprocess.run([sys.executable, "-m", "learndyn.checks", "audit", "07", "--dir", str(tmp_path)],
+                         capture_output=True, text=True, check=True)
+    assert cli.stdout.startswith("== 07_demo: 2 claims, 2 bounds, 0 sanity") and not cli.stderr
