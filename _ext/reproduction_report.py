@@ -1,4 +1,4 @@
-"""The reproduction report: one table row per numerical claim of the book, from what the checks recorded.
+"""The reproduction report: a summary per chapter, then one section per chapter with a row per numerical check.
 
 Every `learndyn.checks` call in a chapter writes its outcome to `_build/checks/<chapter>.json` while the notebook
 runs. The directive
@@ -6,107 +6,188 @@ runs. The directive
     ```{reproduction-report}
     ```
 
-is replaced, after every chapter has been executed (Sphinx's write phase), by a table of those records grouped by
-chapter. A chapter of the table of contents without any record is a warning (an error under `-W`): every chapter
-makes claims, so every chapter must check some.
+is replaced, when its page is read, by a summary table (per chapter: claims, bounds, sanity checks, the share of
+claims resolving 1 %, the worst resolution) and one section per chapter (so the page has a table of contents) with
+one row per check: what it checks, its kind, the numbers, the tolerance and where it comes from, its resolution or
+slack, the independent side, and a link to the cell that made it. Each row's id is the id of the check's output in
+the chapter, which links back here. Sphinx reads documents in name order, so every chapter (`chapters/...`) has
+been executed, and its records written, before this page (`reproduction`) is read; the page is re-read on every
+build. A chapter of the table of contents without records is a warning (an error under `-W`).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
-from book_tables import table_row  # _ext/ is on sys.path for the local extensions
 from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from learndyn.checks import STANDARD, kind_line
+from learndyn.checks.records import summarise
+
 logger = logging.getLogger(__name__)
-COLUMNS = ("Check", "Measured", "Expected", "Tolerance", "Why this tolerance", "Result")
-
-
-class report_placeholder(nodes.General, nodes.Element):
-    pass
-
-
-class ReproductionReport(SphinxDirective):
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        self.env.note_dependency(str(_records_dir(self.env.app)))
-        return [report_placeholder()]
+SUMMARY_COLUMNS = ("Chapter", "Checks", "Claims", "Bounds", "Sanity", "Claims resolving 1 %", "Worst resolution")
+COLUMNS = ("Check", "Kind", "Measured", "Predicted", "|Difference|", "Tolerance, and where it comes from",
+           "Resolution or slack", "Independent side")
+WIDTHS = (26, 7, 10, 10, 9, 22, 11, 14)
 
 
 def _records_dir(app) -> Path:
     return Path(app.srcdir) / "_build" / "checks"
 
 
-def _chapters(app) -> list[str]:
-    """Chapter docnames in table-of-contents order."""
-    return [d for d in app.env.found_docs if d.startswith("chapters/")]
+def _chapters(env) -> list[str]:
+    """Chapter docnames in table-of-contents order (their file names start with the chapter number)."""
+    return sorted(d for d in env.found_docs if d.startswith("chapters/"))
 
 
-def _fmt(value: Any) -> str:
+def _title(env, docname: str) -> str:
+    title = env.titles.get(docname)
+    if title is not None:
+        return title.astext()
+    source = Path(env.srcdir) / f"{docname}.md"
+    for line in source.read_text().splitlines() if source.exists() else []:
+        if line.startswith("# "):
+            return line[2:].strip()
+    return docname
+
+
+def _num(value: Any) -> str:
     if value is None:
         return "—"
     if isinstance(value, dict):
         if "max" in value:
             return f"{value['size']} values in [{value['min']:.4g}, {value['max']:.4g}]"
-        return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items() if v not in (0, 0.0, None))
+        return ", ".join(f"{k} {_num(v)}" for k, v in value.items() if v not in (0, 0.0, None))
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
 
 
-def _table(records: list[dict[str, Any]]) -> nodes.table:
-    table = nodes.table(classes=["reproduction-report"])
-    group = nodes.tgroup(cols=len(COLUMNS))
+def _pct(x: float) -> str:
+    return "none (prediction 0)" if math.isinf(x) else f"{100 * x:.2g} %"
+
+
+def _inline(text: str) -> list[nodes.Node]:
+    """Plain text with $...$ spans as inline math, so names and reasons render as the chapters do."""
+    out: list[nodes.Node] = []
+    for i, part in enumerate(re.split(r"(?<!\\)\$(.+?)(?<!\\)\$", text)):
+        if part:
+            out.append(nodes.math(part, part) if i % 2 else nodes.Text(part))
+    return out
+
+
+def _cell(*content: nodes.Node | str) -> nodes.entry:
+    entry = nodes.entry()
+    para = nodes.paragraph()
+    for c in content:
+        para += _inline(c) if isinstance(c, str) else c
+    entry += para
+    return entry
+
+
+def _table(columns: tuple[str, ...], widths: tuple[int, ...], rows: list[nodes.row], classes: list[str]) -> nodes.table:
+    table = nodes.table(classes=classes)
+    group = nodes.tgroup(cols=len(columns))
     table += group
-    for width in (30, 12, 12, 14, 26, 6):
+    for width in widths:
         group += nodes.colspec(colwidth=width)
     head = nodes.thead()
-    head += table_row(list(COLUMNS))
+    header = nodes.row()
+    for c in columns:
+        header += _cell(c)
+    head += header
     group += head
     body = nodes.tbody()
-    for r in records:
-        why = r["why"] + (f" (source: {r['source']})" if r.get("source") else "")
-        body += table_row([r["name"], _fmt(r["measured"]), _fmt(r["expected"]), _fmt(r["tolerance"]), why,
-                      "pass" if r["passed"] else "FAIL"])
+    for row in rows:
+        body += row
     group += body
     return table
 
 
-def _resolve(app, doctree, docname: str) -> None:
-    placeholders = list(doctree.findall(report_placeholder))
-    if not placeholders:
-        return
-    content: list[nodes.Node] = []
-    total = failed = 0
-    for chapter in sorted(_chapters(app)):
-        path = _records_dir(app) / f"{Path(chapter).name}.json"
-        if not path.exists():
-            logger.warning(f"reproduction report: no check records for {chapter} ({path} missing)", location=docname)
-            continue
-        records = json.loads(path.read_text())
-        total += len(records)
-        failed += sum(not r["passed"] for r in records)
-        title = app.env.titles.get(chapter)
-        section = nodes.rubric(text=f"{title.astext() if title else chapter} — {len(records)} checks")
-        content += [section, _table(records)]
-    summary = nodes.paragraph(text=f"{total} numerical checks recorded, {total - failed} passed, {failed} failed.")
-    for node in placeholders:
-        node.replace_self([summary, *content])
+def _power(r: dict[str, Any]) -> str:
+    kind = r.get("kind", "")
+    if kind == "claim" and r.get("resolution") is not None:
+        text = _pct(r["resolution"])
+        if r["resolution"] > STANDARD:
+            text += f" — {r['resolution_why']}" if r.get("resolution_why") else " — weaker than 1 %, no reason given"
+        return text
+    if kind == "bound" and r.get("slack") is not None:
+        return kind_line("bound", "", None, "", r["slack"]).removeprefix("bound, ")
+    return "—"
+
+
+def _check_row(r: dict[str, Any], docname_of_chapter: str) -> nodes.row:
+    row = nodes.row(ids=[r["anchor"]] if r.get("anchor") else [])
+    link = nodes.reference("", "cell", refuri=f"{docname_of_chapter}.html#{r['anchor']}", classes=["check-cell"])
+    name = _cell(r["name"], " (", link, ")")
+    if not r["passed"]:
+        name[0] += nodes.strong(text=" FAILED")
+    why = r["why"] + (f" (source: {r['source']})" if r.get("source") else "")
+    tolerance = _num(r["tolerance"])
+    row += [name, _cell(r.get("kind", "—")), _cell(_num(r["measured"])), _cell(_num(r["expected"])),
+            _cell(_num(r.get("error"))), _cell(f"{tolerance}: {why}"), _cell(_power(r)),
+            _cell(r.get("against") or "—")]
+    return row
+
+
+def _summary_row(title: str, target: str, records: list[dict[str, Any]]) -> nodes.row:
+    s = summarise(records)
+    row = nodes.row()
+    ref = nodes.reference("", "", refid=target)
+    ref += nodes.Text(title)
+    share = f"{s.resolving} of {s.claims} ({100 * s.share:.0f} %)" if s.claims else "—"
+    row += [_cell(ref), _cell(str(s.total)), _cell(str(s.claims)), _cell(str(s.bounds)), _cell(str(s.sanity)),
+            _cell(share), _cell("—" if s.worst is None else _pct(s.worst))]
+    return row
+
+
+class ReproductionReport(SphinxDirective):
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        folder = _records_dir(self.env.app)
+        self.env.note_dependency(str(folder))
+        summary_rows, sections = [], []
+        total = failed = 0
+        for docname in _chapters(self.env):
+            chapter = Path(docname).name
+            path = folder / f"{chapter}.json"
+            if not path.exists():
+                logger.warning(f"reproduction report: no check records for {docname} ({path} missing)",
+                               location=self.env.docname)
+                continue
+            records = json.loads(path.read_text())
+            total += len(records)
+            failed += sum(not r["passed"] for r in records)
+            title = _title(self.env, docname)
+            target = f"report-{chapter.replace('_', '-')}"
+            summary_rows.append(_summary_row(title, target, records))
+            section = nodes.section(ids=[target], names=[target])
+            section += nodes.title(text=title)
+            s = summarise(records)
+            section += nodes.paragraph(text=f"{s.claims} claims, {s.bounds} bounds and {s.sanity} sanity checks; "
+                                            f"{s.resolving} of the claims resolve an error of 1 % or less.")
+            rows = [_check_row(r, f"chapters/{chapter}") for r in records]
+            section += _table(COLUMNS, WIDTHS, rows, ["reproduction-report"])
+            sections.append(section)
+        intro = nodes.paragraph(text=f"{total} numerical checks recorded in this build, {total - failed} passed, "
+                                     f"{failed} failed.")
+        summary = _table(SUMMARY_COLUMNS, (30, 8, 8, 8, 8, 16, 14), summary_rows, ["reproduction-summary"])
+        return [intro, summary, *sections]
 
 
 def _always_outdated(app, env, added, changed, removed) -> list[str]:
-    """The report depends on every chapter's execution: rebuild its page on every build."""
-    return [d for d in env.found_docs if any(env.metadata.get(d, {}).get(k) for k in ("reproduction-report",))]
+    """The report depends on every chapter's execution: re-read its page on every build."""
+    return [d for d in env.found_docs if env.metadata.get(d, {}).get("reproduction-report")]
 
 
 def setup(app) -> dict[str, Any]:
-    app.add_node(report_placeholder)
     app.add_directive("reproduction-report", ReproductionReport)
-    app.connect("doctree-resolved", _resolve)
     app.connect("env-get-outdated", _always_outdated)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -225,3 +225,20 @@ def test_audit_lists_weak_claims_and_loose_bounds(tmp_path, monkeypatch):
     cli = subprocess.run([sys.executable, "-m", "learndyn.checks", "audit", "07", "--dir", str(tmp_path)],
                          capture_output=True, text=True, check=True)
     assert cli.stdout.startswith("== 07_demo: 2 claims, 2 bounds, 0 sanity") and not cli.stderr
+
+
+def test_in_a_kernel_a_check_shows_one_line_with_details_folded_and_links_its_report_row(monkeypatch):
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: type("Shell", (), {"kernel": object()})())
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append(obj))
+    checks.start_chapter("03_demo")
+    checks.check_close("a <claim>", 1.0, 1.0, rtol=1e-3, why="w", against="sim")
+    checks.check_close("a <claim>", 1.0, 1.0, rtol=1e-3, why="w", against="sim")  # again, in a loop
+    first, again = (s["text/html"] for s in shown)
+    assert first.startswith('<details class="learndyn-check pass" id="check-03-demo-a-claim"><summary>&#10003; a '
+                            "&lt;claim&gt; &mdash; claim against sim; resolves 0.1 %</summary>")
+    assert 'href="../reproduction.html#check-03-demo-a-claim"' in first and shown[0]["text/plain"].startswith("PASS")
+    assert ' id="' not in again and 'href="../reproduction.html#check-03-demo-a-claim"' in again  # ids stay unique

@@ -88,3 +88,30 @@ def test_every_widget_has_a_static_figure_in_its_section(page):
         assert section is not None, f"{page}: a widget outside any section"
         title = section.find(["h1", "h2", "h3"]).get_text(" ", strip=True)
         assert section.select(".cell_output img"), f"{page}: section {title!r} has a widget but no static figure"
+
+
+def test_reproduction_report_has_a_summary_and_a_section_per_chapter():
+    soup = _soup("reproduction")
+    summary = soup.select_one("table.reproduction-summary")
+    assert summary is not None, "no summary table"
+    assert len(summary.select("tbody tr")) == len(CHAPTER_PAGES)
+    sections = soup.select("section[id^=report-]")
+    assert len(sections) == len(CHAPTER_PAGES)
+    assert all(s.find(["h2", "h3"]) for s in sections), "each chapter's section has a heading (for the page TOC)"
+    toc = soup.select(".bd-toc-nav a, nav.page-toc a, #pst-page-toc-nav a")
+    assert len(toc) >= len(CHAPTER_PAGES), "the chapter sections appear in the page's table of contents"
+    text = soup.get_text(" ")
+    assert "Independent side" in text and "Resolution or slack" in text
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_every_check_output_links_to_its_report_row_and_back(page):
+    report_rows = {tr["id"]: tr for tr in _soup("reproduction").select("tr[id^=check-]")}
+    outputs = _soup(page).select("details.learndyn-check[id]")
+    assert outputs, f"{page}: no check output with an anchor"
+    for out in outputs:
+        assert out["id"] in report_rows, f"{page}: check {out['id']} has no row in the report"
+        link = out.select_one("a.check-report-link")
+        assert link is not None and link["href"].endswith(f"reproduction.html#{out['id']}")
+        back = report_rows[out["id"]].select_one("a.check-cell")
+        assert back is not None and back["href"] == f"{page}.html#{out['id']}"

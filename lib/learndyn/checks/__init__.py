@@ -354,7 +354,7 @@ def _report(name: str, ok: bool, detail: str, why: str, source: str, *, kind: st
     chapter = _state["chapter"]
     first = name not in _state["anchors"].values()
     anchor = _anchor(name)
-    _show(line, anchor if first else None)
+    _show(line, anchor, first, ok)
     record = {
         "chapter": chapter, "name": name, "passed": ok, "detail": detail, "why": why, "source": source,
         "measured": _summary(measured), "expected": _summary(expected),
@@ -367,16 +367,24 @@ def _report(name: str, ok: bool, detail: str, why: str, source: str, *, kind: st
         raise AssertionError(line)
 
 
-def _show(line: str, anchor: str | None) -> None:
-    """Print the check; in a Jupyter kernel also as HTML with an anchor and a link to the reproduction report."""
+def _show(line: str, anchor: str, first: bool, ok: bool) -> None:
+    """Print the check; in a Jupyter kernel also as HTML: one summary line, the details folded under it, the
+    check's id (on its first output; its row in the reproduction report has the same id) and a link to that row."""
     shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
-    if not shell or not hasattr(shell, "kernel") or anchor is None:
+    if not shell or not hasattr(shell, "kernel"):
         print(line)
         return
     from IPython.display import display
 
-    link = f'<a class="check-report-link" href="../reproduction.html#{anchor}">in the reproduction report</a>'
-    body = f'<pre class="learndyn-check" id="{anchor}">{html.escape(line)}\n      {link}</pre>'
+    head, *rest = line.split("\n")
+    status, name = head.split("  ", 1)
+    power = rest[-1].strip()
+    ident = f' id="{anchor}"' if first else ""
+    href = f"../reproduction.html#{anchor}"
+    body = (f'<details class="learndyn-check {"pass" if ok else "fail"}"{ident}><summary>'
+            f'{"&#10003;" if ok else "&#10007; FAIL"} {html.escape(name)} &mdash; {html.escape(power)}</summary>'
+            f'<pre>{html.escape(chr(10).join(r.strip() for r in rest[:-1]))}</pre>'
+            f'<a class="check-report-link" href="{href}">This check in the reproduction report</a></details>')
     display({"text/plain": line, "text/html": body}, raw=True)
 
 
