@@ -241,7 +241,7 @@ def test_slow_student_book_has_no_solution_in_its_html(tmp_path):
     """`make student-book` on a one-chapter table of contents: no solution admonition, no solution code."""
     toc = tmp_path / "toc.yml"
     toc.write_text("format: jb-book\nroot: chapters/00_preface\nchapters:\n  - file: exercises\n"
-                   "  - file: bibliography\n")
+                   "  - file: reproduction\n  - file: bibliography\n")  # the pages the Preface refers to
     student = tmp_path / "student"
     run = subprocess.run(["make", "-o", ".venv/.installed", "student-book",
                           f"STUDENT={student}", f"STUDENT_TOC={toc}", f"BIN={BIN}"],
