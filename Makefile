@@ -8,11 +8,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := $(JOBS)
 
-.PHONY: book test sync lint unit notebooks standard site site-check clean help
+.PHONY: book pdf test sync lint unit notebooks standard site site-check clean help
 
 help:
 	@echo "make book   - set up .venv and build the website into _build/html"
 	@echo "make test   - set up .venv and run the whole suite (sync, lint, unit, notebooks, site build + checks)"
+	@echo "make pdf    - the PDF edition (after make book: same executed notebooks), into $(PDF)"
 	@echo "make student-book - the site without solutions, into _build/student/_build/html"
 	@echo "make sync   - regenerate the chapters/*.ipynb twins from chapters/*.md"
 	@echo "make clean  - remove the build folder (keeps .venv)"
@@ -32,6 +33,15 @@ book: $(STAMP) $(VENDOR)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
+# The PDF edition: Sphinx's LaTeX builder from the execution cache that `make book` filled (no second execution),
+# XeLaTeX through latexmk (TeX from Debian: .ci/run installs it). The site links the copy in _build/html.
+PDF := _build/html/learning-dynamics-of-gradient-descent.pdf
+pdf: $(STAMP)
+	mkdir -p _build && $(BIN)/jupyter-book build . --builder pdflatex -W -n --keep-going > _build/pdf.log 2>&1 \
+		|| (tail -40 _build/pdf.log; exit 1)
+	mkdir -p $(dir $(PDF)) && cp _build/latex/book.pdf $(PDF)
+	@echo "The PDF edition is at $(CURDIR)/$(PDF)"
+
 sync: $(STAMP)
 	$(BIN)/jupytext --to ipynb --update -q chapters/*.md
 
@@ -39,7 +49,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check lib tests bench scripts
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/records --ignore=tests/test_site_browser.py \
+	$(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/records --ignore=tests/pdf --ignore=tests/test_site_browser.py \
 		-n $(JOBS) -q
 
 notebooks: $(STAMP)
@@ -53,7 +63,7 @@ standard: $(STAMP)
 site: book
 
 site-check: $(STAMP)
-	$(BIN)/python -m pytest tests/site tests/test_site_browser.py -q
+	$(BIN)/python -m pytest tests/site tests/pdf tests/test_site_browser.py -q
 
 test: $(STAMP)
 	$(MAKE) lint
@@ -61,6 +71,7 @@ test: $(STAMP)
 	$(MAKE) notebooks
 	$(MAKE) standard
 	$(MAKE) book
+	$(MAKE) pdf
 	$(MAKE) site-check
 
 clean:

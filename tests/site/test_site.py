@@ -115,3 +115,8 @@ def test_every_check_output_links_to_its_report_row_and_back(page):
         assert link is not None and link["href"].endswith(f"reproduction.html#{out['id']}")
         back = report_rows[out["id"]].select_one("a.check-cell")
         assert back is not None and back["href"] == f"{page}.html#{out['id']}"
+
+
+def test_landing_page_links_the_pdf_edition():
+    link = _soup(TOC["root"]).select_one("a.pdf-edition")
+    assert link is not None and (HTML / link["href"]).is_file(), "the PDF edition is linked and present (make pdf)"

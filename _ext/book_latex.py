@@ -1,0 +1,176 @@
+"""The PDF edition's structure (`make pdf`: Sphinx's LaTeX builder, XeLaTeX through latexmk).
+
+The website's table of contents has an unnumbered front matter (the landing page, the notation, the Preface),
+numbered parts of chapters, and back matter. Sphinx's LaTeX builder would number every document as a chapter, turn
+the landing page's sections into chapters and print the widgets' text fallback. On the assembled document of the
+LaTeX build only, this post-transform
+
+- gathers the landing page's text and sections into one unnumbered chapter "About this book";
+- keeps the front matter unnumbered and starts the chapter numbers at 1 with Chapter 1, as on the website;
+- opens a LaTeX part for each captioned part of chapters, and puts the back matter into appendices;
+- moves every exercise's solution into a last appendix "Solutions to the exercises", one section per chapter, each
+  solution headed by the number of its exercise (the exercises stay where they are, in their chapters);
+- drops interactive widgets, whose static figure stands next to each of them, and the website's bibliography page
+  (LaTeX gathers the references into the bibliography at the end of the book);
+- drops the reproduction report's links back to check outputs (a PDF of the book has no "cell" to go to).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node, solution_node
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _raw(tex: str) -> nodes.raw:
+    return nodes.raw("", tex + "\n", format="latex")
+
+
+def _toc_parts(srcdir: Path) -> list[tuple[str, bool, list[str]]]:
+    """(caption, numbered, docnames) of each part of `_toc.yml`."""
+    toc = yaml.safe_load((srcdir / "_toc.yml").read_text())
+    return [(p.get("caption", ""), bool(p.get("numbered")), [c["file"] for c in p.get("chapters", [])])
+            for p in toc.get("parts", [])]
+
+
+class BookStructure(SphinxPostTransform):
+    """Front matter, parts, appendices and the solutions appendix of the LaTeX edition."""
+
+    builders = ("latex",)
+    default_priority = 3  # before myst-nb selects a mime type (4): widgets are recognised by their bundle
+
+    def run(self, **kwargs: Any) -> None:
+        if self.document.get("docname") != self.env.config.root_doc:
+            return  # only the assembled book (single documents are not built for the PDF)
+        files = {n["docname"]: n for n in self.document.findall(addnodes.start_of_file)}
+        if not files:
+            return
+        self._drop_widgets()
+        self._drop_report_cell_links()
+        self._drop_bibliography_page(files)
+        self._about_this_book()
+        self._parts_and_numbering(files)
+
+    def _drop_widgets(self) -> None:
+        for bundle in list(self.document.findall(nodes.container)):
+            if bundle.get("nb_element") == "mime_bundle" and any(
+                    c.get("mime_type") == WIDGET_MIME for c in bundle.children):
+                bundle.parent.remove(bundle)
+
+    def _drop_report_cell_links(self) -> None:
+        for ref in list(self.document.findall(nodes.reference)):
+            if "check-cell" in ref.get("classes", []):
+                para = ref.parent
+                index = para.index(ref)
+                # the link sits in "(cell)": remove the brackets with it
+                before = para[index - 1] if index else None
+                after = para[index + 1] if index + 1 < len(para) else None
+                para.remove(ref)
+                if isinstance(before, nodes.Text) and before.endswith(" ("):
+                    para.replace(before, nodes.Text(before[:-2]))
+                if isinstance(after, nodes.Text) and after.startswith(")"):
+                    para.replace(after, nodes.Text(after[1:]))
+
+    @staticmethod
+    def _drop_bibliography_page(files: dict[str, nodes.Element]) -> None:
+        """The website's bibliography page: in LaTeX its references go to the book's own bibliography at the end."""
+        page = files.pop("bibliography", None)
+        if page is not None:
+            page.parent.remove(page)
+
+    def _about_this_book(self) -> None:
+        """The landing page's own content (before the first inlined document) becomes one unnumbered chapter."""
+        top = next(iter(self.document.findall(nodes.section)), None)
+        if top is None:
+            return
+        first_file = next((i for i, c in enumerate(top.children) if isinstance(c, addnodes.start_of_file)
+                           or any(True for _ in c.findall(addnodes.start_of_file))), len(top.children))
+        own = [c for c in top.children[1:first_file]]  # after the title
+        if not own:
+            return
+        about = nodes.section(ids=["about-this-book"])
+        about += nodes.title(text="About this book")
+        for child in own:
+            top.remove(child)
+            about += child
+        top.insert(1, about)
+
+    def _parts_and_numbering(self, files: dict[str, nodes.Element]) -> None:
+        """Raw LaTeX before each document: parts, unnumbered front matter, appendices for the back matter."""
+        parts = _toc_parts(Path(self.env.srcdir))
+        about = next(iter(self.document.findall(nodes.section)), None)
+        if about is not None and about.children and isinstance(about.children[1], nodes.section):
+            about.insert(1, _raw(r"\setcounter{secnumdepth}{-1}"))
+        seen_numbered = False
+        for caption, numbered, docnames in parts:
+            present = [d for d in docnames if d in files]
+            if not present:
+                continue
+            first = files[present[0]]
+            if numbered:
+                tex = r"\setcounter{secnumdepth}{2}" if not seen_numbered else ""
+                tex += rf"\part{{{caption}}}"
+                seen_numbered = True
+            elif seen_numbered:  # back matter after the numbered parts
+                tex = r"\appendix\setcounter{secnumdepth}{2}"
+                seen_numbered = False
+            else:
+                tex = ""
+            if tex:
+                first.parent.insert(first.parent.index(first), _raw(tex))
+
+class SolutionsAppendix(SphinxPostTransform):
+    """Every solution moves to a last appendix, by chapter, headed by the number and title of its exercise."""
+
+    builders = ("latex",)
+    default_priority = 30  # after sphinx-exercise has numbered the exercises and resolved the solutions' targets
+
+    def run(self, **kwargs: Any) -> None:
+        if self.document.get("docname") != self.env.config.root_doc:
+            return
+        chapter_of: dict[int, str] = {}  # id(solution) -> title of the document that holds it
+        for sof in self.document.findall(addnodes.start_of_file):  # outer files first: inner ones overwrite
+            section = next(iter(sof.findall(nodes.section)), None)
+            title = section.next_node(nodes.title).astext() if section is not None else sof["docname"]
+            for sol in sof.findall(solution_node):
+                chapter_of[id(sol)] = title
+        exercises = {n.get("label"): n.next_node(nodes.title).astext() for n in self.document.findall(
+            lambda n: isinstance(n, exercise_enumerable_node | exercise_node)) if n.next_node(nodes.title)}
+        solutions = list(self.document.findall(solution_node))
+        if not solutions:
+            return
+        top = next(iter(self.document.findall(nodes.section)))
+        appendix = nodes.section(ids=["solutions-to-the-exercises"])
+        appendix += nodes.title(text="Solutions to the exercises")
+        appendix += nodes.paragraph(text="The worked solutions of the exercises, chapter by chapter. On the website "
+                                         "each one is folded under its exercise.")
+        by_chapter: dict[str, nodes.section] = {}
+        for sol in solutions:
+            chapter = chapter_of.get(id(sol), "Solutions")
+            if chapter not in by_chapter:
+                by_chapter[chapter] = nodes.section(ids=[f"solutions-{len(by_chapter)}"])
+                by_chapter[chapter] += nodes.title(text=chapter)
+                appendix += by_chapter[chapter]
+            sol.parent.remove(sol)
+            exercise = exercises.get(sol.get("target_label"))
+            if exercise is not None:  # the admonition of a solution says only "Solution" in LaTeX: name its exercise
+                heading = nodes.paragraph()
+                heading += nodes.strong(text=f"Solution to {exercise}")
+                sol.insert(0, heading)
+            by_chapter[chapter] += sol
+        if not any(isinstance(n, nodes.raw) and "\\appendix" in n.astext() for n in self.document.findall(nodes.raw)):
+            top += _raw(r"\appendix")
+        top += appendix
+
+
+def setup(app) -> dict[str, Any]:
+    app.add_post_transform(BookStructure)
+    app.add_post_transform(SolutionsAppendix)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

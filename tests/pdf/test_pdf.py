@@ -1,0 +1,76 @@
+"""Checks of the PDF edition (`make pdf` first): structure, text, references, figures, code that fits the page."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parents[2]
+PDF = ROOT / "_build" / "html" / "learning-dynamics-of-gradient-descent.pdf"
+LOG = ROOT / "_build" / "latex" / "book.log"
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+CHAPTERS = [c["file"] for p in TOC["parts"] for c in p["chapters"] if c["file"].startswith("chapters/")]
+
+
+@pytest.fixture(scope="module")
+def text() -> str:
+    if not PDF.exists():
+        pytest.fail("no PDF edition: run `make pdf` first")
+    out = subprocess.run(["pdftotext", "-layout", str(PDF), "-"], capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def _pages() -> int:
+    info = subprocess.run(["pdfinfo", str(PDF)], capture_output=True, text=True, check=True).stdout
+    return int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+
+
+def _title(chapter: str) -> str:
+    for line in (ROOT / f"{chapter}.md").read_text().splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    raise AssertionError(f"{chapter} has no title")
+
+
+def test_page_count_is_plausible():
+    pages = _pages()
+    assert 25 * len(CHAPTERS) <= pages <= 120 * len(CHAPTERS), pages
+
+
+def test_every_chapter_title_and_the_structure_are_there(text):
+    flat = " ".join(text.split())
+    for chapter in CHAPTERS:
+        words = " ".join(re.sub(r"[$\\{}]", "", _title(chapter)).split())
+        assert words.split(":")[0][:40] in flat, f"{chapter}: title {words!r} not found"
+    for heading in ("Contents", "About this book", "Notation", "Solutions to the exercises", "Bibliography"):
+        assert heading in flat, heading
+
+
+def test_no_undefined_reference_and_no_raw_markup(text):
+    assert "??" not in text, "an undefined reference prints as ??"
+    for raw in ("{exercise}", "{prf:", "$$", "{solution-start}", "{eq}`", "{cite}`", "interactive(children"):
+        assert raw not in text, f"raw markup {raw!r} in the PDF"
+
+
+def test_latex_log_has_no_undefined_references_or_wide_code():
+    log = LOG.read_text(errors="replace")
+    assert not re.search(r"Reference .* undefined|Citation .* undefined", log)
+    assert "Missing character" not in log, "a character the font lacks is silently dropped"
+    # Overfull boxes: at most a few points anywhere (code is wrapped, long formulas are the authors' to break)
+    widths = [float(w) for w in re.findall(r"Overfull \\hbox \((\d+\.\d+)pt too wide\)", log)]
+    assert not widths or max(widths) < 40, f"an overfull line {max(widths)} pt wide"
+
+
+def test_every_figure_of_the_html_build_appears():
+    html = ROOT / "_build" / "html"
+    figures = 0
+    for chapter in CHAPTERS:
+        soup = BeautifulSoup((html / f"{chapter}.html").read_text(encoding="utf-8"), "html.parser")
+        figures += len([img for img in soup.select(".cell_output img") if "widget" not in " ".join(
+            img.get("class", []))])
+    listed = subprocess.run(["pdfimages", "-list", str(PDF)], capture_output=True, text=True, check=True).stdout
+    images = len([line for line in listed.splitlines()[2:] if line.strip() and " smask " not in line])
+    assert images >= figures > 0, (images, figures)
