@@ -126,7 +126,7 @@ def test_gd_half_steps_within_one_step(s, eta_s):  # V2.3
 def test_gd_half_steps_flow_limit():
     s, u0 = 2.0, 1e-3
     for eta in (1e-3, 1e-5):
-        ratio = dl.gd_half_steps(s, u0, eta) / dl.riccati_time(u0, s / 2, s, tau=1 / eta)
+        ratio = dl.gd_half_steps(s, u0, eta, corrected=False) / dl.riccati_time(u0, s / 2, s, tau=1 / eta)
         assert ratio == pytest.approx(1 + eta * s / 2, abs=(eta * s) ** 2)
 
 
@@ -405,3 +405,63 @@ def test_hierarchical_half_times():  # V2.9, fast
     k = dl.half_times(h.steps, h["modes"], tree.svals)[shown]
     pred = dl.gd_half_steps(tree.svals[shown], dl.effective_u0(W1, W2, np.eye(32), tree.V, tree.svals)[shown], 5e-4)
     assert np.abs(k / pred - 1).max() <= 0.05
+
+
+# --- Ch 2 additions: logit-corrected half-time, lag coefficient, depth laws, tree spectrum -----------------------
+def test_gd_half_steps_corrected_against_gd():
+    for s, es in ((0.5, 0.05), (3.0, 0.15)):
+        u0 = np.array([1e-2, 1e-4])
+        u_gd = dl.scalar_gd(s, np.sqrt(u0), np.sqrt(u0), es / s, int(3 * np.log(s / 1e-4) / es) + 10)
+        k = dl.half_times(np.arange(len(u_gd)), u_gd[:, :, None], [s])[:, 0]
+        assert np.all(np.abs(k - dl.gd_half_steps(s, u0, es / s)) <= 0.5 * es**2 + es / s * 1e-2)
+    lead = dl.gd_half_steps(1.0, 1e-4, 0.01, corrected=False)
+    offset = 0.75 * np.log(2 * (1 - 1e-4)) - 0.2259 * 0.01
+    assert np.isclose(lead - dl.gd_half_steps(1.0, 1e-4, 0.01), offset, atol=1e-4)
+
+
+def test_gd_riccati_lag_coefficient():
+    s, u0 = 1.0, 1e-2
+    gaps = []
+    for eta in (0.02, 0.01):
+        K = int(4 * dl.riccati_time(u0, s / 2, s, tau=1 / eta))
+        u = dl.scalar_gd(s, np.sqrt(u0), np.sqrt(u0), eta, K)
+        gaps.append(np.abs(u - dl.riccati_u(np.arange(K + 1), s, u0, tau=1 / eta)).max() / eta)
+    assert np.isclose(2 * gaps[1] - gaps[0], dl.gd_riccati_lag_coefficient(s, u0), rtol=2e-3)
+    with pytest.raises(ValueError):
+        dl.gd_riccati_lag_coefficient(1.0, 2.0)
+
+
+def test_chain_sharpness_and_depth_laws():
+    assert np.isclose(dl.chain_sharpness(2.0, 2), 4.0) and np.isclose(dl.chain_sharpness(3.0, 1), 1.0)
+    h = 1e-5                                                   # finite-difference Hessian of the chain at its minimum
+    D, s = 3, 2.0
+    a = np.full(D, s ** (1 / D))
+    E = lambda w: 0.5 * (s - np.prod(w)) ** 2                  # noqa: E731
+    H = np.array([[(E(a + h * (np.eye(D)[i] + np.eye(D)[j])) - E(a + h * np.eye(D)[i]) - E(a + h * np.eye(D)[j])
+                    + E(a)) / h**2 for j in range(D)] for i in range(D)])
+    assert np.isclose(np.linalg.eigvalsh(H).max(), dl.chain_sharpness(s, D), rtol=1e-3)
+    for D in (3, 5):
+        assert np.isclose(dl.deep_half_time_small_u0(1e-6, 1.0, D), dl.deep_balanced_time(1e-6, 0.5, 1.0, D), rtol=1e-8)
+    t = dl.deep_balanced_time(1e-3, 0.5, 1.0, 2048)
+    assert np.isclose(dl.deep_half_time_large_D(1e-3, 1.0, 2048) * (1 - 2 * (np.log(1e3) - 1) / 2048), t, rtol=1e-4)
+    with pytest.raises(ValueError):
+        dl.deep_half_time_small_u0(1e-3, 1.0, 2)
+    with pytest.raises(ValueError):
+        dl.deep_half_time_large_D(0.7, 1.0, 8)
+    with pytest.raises(TypeError):
+        dl.chain_sharpness(1.0, 2.5)
+
+
+def test_tree_spectrum():
+    lam = dl.tree_spectrum(3, 1, 0.1) ** 2                  # against the eigenvalues of the covariance, built directly
+    rho, n = 0.64, 8
+    def h(i, j):
+        k = 0
+        while i != j:
+            i, j, k = i // 2, j // 2, k + 1
+        return k
+    K = np.array([[rho ** h(i, j) for j in range(n)] for i in range(n)])
+    np.testing.assert_allclose(np.sort(lam), np.sort(np.linalg.eigvalsh(K)), rtol=1e-12)
+    assert dl.tree_spectrum(5).shape == (32,)
+    with pytest.raises(ValueError):
+        dl.tree_spectrum(5, 1000, 0.6)

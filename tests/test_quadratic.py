@@ -1,4 +1,4 @@
-"""Unit tests of learndyn.quadratic (Preface): fast versions of V0.1 and V0.2, and bad input."""
+"""Unit tests of learndyn.quadratic (Preface): its checks, fast; the error expansion; the exact modified Hessian."""
 
 import numpy as np
 import pytest
@@ -60,3 +60,60 @@ def test_bad_input():
         q.flow_quadratic(H, W0, -1.0)
     with pytest.raises(ValueError, match="finite"):
         q.flow_quadratic(H, np.array([np.nan, 1.0]), 1.0)
+
+
+def _brute_max_error(lam, amp, eta, against):
+    """max over the grid t = eta k of |GD - reference| in one component, straight from the two formulas."""
+    k = np.arange(int(round(20 / (eta * lam))) + 1)
+    gd = (1 - eta * lam) ** k
+    rate = lam if against == "flow" else lam + eta * lam**2 / 2
+    return abs(amp) * np.abs(gd - np.exp(-rate * eta * k)).max()
+
+
+@pytest.mark.parametrize("against, p", [("flow", 1), ("modified", 2)])
+def test_error_expansion_against_brute_force(against, p):
+    lam, amp = 2.0, -0.7
+    C, a = q.gd_error_expansion(lam, amp, against)
+    for eta in (1e-3, 4e-3):  # 1/(eta lam) integer: the residual is the O(eta^2) term, < 0.4 (eta lam)^2
+        measured = _brute_max_error(lam, amp, eta, against) / eta**p
+        assert abs(measured / (C * (1 + a * eta)) - 1) < 0.4 * (eta * lam) ** 2
+    # the leading constant alone is off by a * eta: the first-order term is really there
+    eta = 4e-3
+    assert abs(_brute_max_error(lam, amp, eta, against) / eta**p / C - 1 - a * eta) < 0.1 * a * eta
+    # and the named constants: 1/(2e) and 1/(3e) at lam = amp = 1
+    assert np.isclose(q.gd_error_expansion(1.0, 1.0, against)[0], 1 / (p + 1) / np.e)
+
+
+def test_error_expansion_bad_input():
+    with pytest.raises(ValueError, match="lam"):
+        q.gd_error_expansion(-1.0, 1.0)
+    with pytest.raises(ValueError, match="against"):
+        q.gd_error_expansion(1.0, 1.0, against="euler")
+    with pytest.raises(TypeError, match="amp"):
+        q.gd_error_expansion(1.0, np.nan)
+
+
+def test_exact_modified_hessian_reproduces_gd():
+    lr = 0.8 / np.linalg.eigvalsh(H)[-1]
+    Ht = q.exact_modified_hessian(H, lr)
+    np.testing.assert_allclose(Ht, Ht.T, atol=1e-14)
+    k = np.arange(40)
+    np.testing.assert_allclose(q.flow_quadratic(Ht, W0, lr * k), q.gd_quadratic(H, W0, lr, 39), atol=1e-13)
+    # independent reference: the matrix logarithm of scipy, and the series H + lr H^2/2 + lr^2 H^3/3 at small lr
+    from scipy.linalg import logm
+    np.testing.assert_allclose(Ht, -logm(np.eye(2) - lr * H).real / lr, atol=1e-12)
+    small = 1e-3
+    series = H + small * H @ H / 2 + small**2 * H @ H @ H / 3
+    np.testing.assert_allclose(q.exact_modified_hessian(H, small), series, atol=small**3)
+
+
+def test_exact_modified_hessian_bad_input():
+    lam_max = np.linalg.eigvalsh(H)[-1]
+    with pytest.raises(ValueError, match="lr"):
+        q.exact_modified_hessian(H, 1.0 / lam_max)  # GD kills the stiff component in one step: no flow does that
+    with pytest.raises(ValueError, match="lr"):
+        q.exact_modified_hessian(H, 1.5 / lam_max)
+    with pytest.raises(ValueError, match="square"):
+        q.exact_modified_hessian(np.ones(3), 0.1)
+    with pytest.raises(ValueError, match="symmetric"):
+        q.exact_modified_hessian(np.array([[1.0, 1.0], [0.0, 1.0]]), 0.1)

@@ -354,3 +354,147 @@ def test_divergence_names_the_step():
     Phi0, P0 = 10 * np.eye(3), 10 * np.eye(3)
     with pytest.raises(DivergenceError, match="step"):
         ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, h=1.0, T=200.0, method="euler", record_every=1, device="cpu")
+
+
+# ---- closed forms and simulators added for the Ch 3 dynamics ------------------------------------------------------
+def test_final_state_lambda0_against_ode():
+    p0 = np.array([0.9, 0.9, -0.2, -0.2, 0.3, 0.1])
+    s0 = np.array([0.5, 0.1, 0.3, 0.01, 0.05, 0.5])
+    p_inf, s_inf = ssl.tian_final_state_lambda0(p0, s0, SIGMA2)
+    p_ode, s_ode = ssl.integrate_modes(p0, s0, SIGMA2, 0.0, [0.0, 4000.0])
+    np.testing.assert_allclose(p_inf, p_ode[-1], atol=1e-6)
+    np.testing.assert_allclose(s_inf, s_ode[-1], atol=1e-6)
+    assert s_inf[1] == 0 and s_inf[3] == 0          # the two collapsing cases
+    with pytest.raises(ValueError, match="s0"):
+        ssl.tian_final_state_lambda0(0.1, -1.0, SIGMA2)
+
+
+@pytest.mark.parametrize("wd", [0.0, 0.02, 0.1])
+def test_balanced_time_against_ode(wd):
+    fp = (0.0, 1 / C) if wd == 0 else ssl.tian_fixed_points(SIGMA2, wd)
+    p0 = np.array([fp[0] + 0.05, fp[1] + 0.3]) if wd else np.array([0.1, 1.0])
+    t = np.array([0.0, 1.0, 5.0, 20.0])
+    p_t, _ = ssl.integrate_modes(p0, p0**2, SIGMA2, wd, t)
+    got = ssl.balanced_time(np.broadcast_to(p0, p_t.shape)[1:], p_t[1:], SIGMA2, wd)
+    np.testing.assert_allclose(got, np.broadcast_to(t[:, None], p_t.shape)[1:], rtol=1e-7)
+    with pytest.raises(ValueError):
+        ssl.balanced_time(0.1, 0.2, SIGMA2, 0.3)            # above the threshold
+
+
+def test_optimal_predictor_limits_and_gradient():
+    rng = np.random.default_rng(0)
+    Phi = rng.normal(size=(4, 4))
+    F = Phi @ Phi.T
+    P = ssl.optimal_predictor(F, SIGMA2, 0.1)
+    np.testing.assert_allclose(C * P @ F - F + 0.1 * P, 0, atol=1e-12)
+    np.testing.assert_allclose(ssl.optimal_predictor(F, SIGMA2, 0.0), np.eye(4) / C, atol=1e-12)
+    with pytest.raises(ValueError, match="symmetric"):
+        ssl.optimal_predictor(Phi, SIGMA2)
+
+
+def test_directpred_follows_balanced_ode():
+    rng = np.random.default_rng(1)
+    Phi0 = 0.2 * rng.normal(size=(4, 4))
+    run = ssl.simulate_directpred(Phi0, SIGMA2, wd=0.02, h=0.02, T=10.0, record_every=100, device="cpu")
+    s0 = np.linalg.eigvalsh(Phi0 @ Phi0.T)
+    _, s_ode = ssl.integrate_modes(np.sqrt(s0), s0, SIGMA2, 0.02, run["t"])
+    np.testing.assert_allclose(run["eigF"][:, 0], s_ode, rtol=1e-7, atol=1e-12)
+    with pytest.raises(ValueError):
+        ssl.simulate_directpred(np.ones(3), SIGMA2)
+
+
+def test_alignment_rate_and_commutator_equation():
+    rng = np.random.default_rng(2)
+    A, Phi = rng.normal(size=(5, 5)), rng.normal(size=(5, 5))
+    P, F, wd = 0.5 * (A + A.T), Phi @ Phi.T, 0.05
+    dP = F - 0.5 * C * (P @ F + F @ P) - wd * P
+    dF = P @ F + F @ P - C * (P @ P @ F + F @ P @ P) - 2 * wd * F
+    K, dK = P @ F - F @ P, dP @ F - F @ dP + P @ dF - dF @ P
+    M = 0.5 * C * F + C * P @ P - P
+    np.testing.assert_allclose(dK, -(M @ K + K @ M) - 3 * wd * K, atol=1e-10)
+    m = np.linalg.eigvalsh(M)
+    assert ssl.alignment_rate(P, F, SIGMA2, wd) == pytest.approx(m[0] + m[1] + 3 * wd)
+    with pytest.raises(ValueError):
+        ssl.alignment_rate(np.eye(1), np.eye(1), SIGMA2)
+
+
+def test_integrate_modes_general_matches_matrix_flow_and_scaling():
+    rng = np.random.default_rng(3)
+    Q = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    phi0, p0 = np.array([0.2, 0.5, 0.9]), np.array([0.05, 0.3, 0.6])
+    sim = ssl.simulate_noncontrastive(Q @ np.diag(phi0), Q @ np.diag(p0) @ Q.T, SIGMA2, wd=0.05, T=10.0, h=0.01,
+                                      record_every=200, alpha_p=2.0, ema_beta=0.5, device="cpu")
+    _, phi, _ = ssl.integrate_modes_general(p0, phi0, SIGMA2, 0.05, sim["t"], alpha_p=2.0, ema_beta=0.5)
+    np.testing.assert_allclose(np.sort(phi**2, axis=1), sim["eigF"][:, 0], atol=1e-9)
+    # alpha_p rescaling: s(alpha; phi0/sqrt(alpha)) = s(1; phi0) / alpha
+    _, phi_a, _ = ssl.integrate_modes_general(p0, phi0 / 2.0, SIGMA2, 0.05, [0.0, 5.0], alpha_p=4.0)
+    _, phi_1, _ = ssl.integrate_modes_general(p0, phi0, SIGMA2, 0.05, [0.0, 5.0])
+    np.testing.assert_allclose(phi_a[-1] ** 2, phi_1[-1] ** 2 / 4.0, rtol=1e-8)
+    with pytest.raises(ValueError, match="alpha_p"):
+        ssl.simulate_noncontrastive(Q, Q @ Q.T, SIGMA2, alpha_p=-1.0)
+
+
+def test_info_nce_grad_autograd_and_collapse():
+    gen = torch.Generator().manual_seed(0)
+    z1 = torch.randn(5, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    z2 = torch.randn(5, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    ref = torch.autograd.grad(ssl.info_nce(z1, z2, 0.3), (z1, z2))
+    got = ssl.info_nce_grad(z1.detach(), z2.detach(), 0.3)
+    for r, g in zip(ref, got, strict=True):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), atol=1e-14)
+    z = torch.outer(torch.rand(10, dtype=torch.float64) + 0.5, torch.ones(4, dtype=torch.float64))
+    assert max(g.abs().max().item() for g in ssl.info_nce_grad(z[:5], z[5:], 0.5)) < 1e-14
+    with pytest.raises(ValueError):
+        ssl.info_nce_grad(z1.detach(), z2.detach()[:3])
+
+
+def test_info_nce_collapse_curvature():
+    rng = np.random.default_rng(4)
+    v = rng.normal(size=(6, 5))
+    v[:, 0] = 0
+    u = np.eye(5)[0]
+    eps = 1e-3
+    z = torch.tensor(u + eps * v)
+    drop = (math.log(11) - ssl.info_nce(z, z, 0.7).item()) / eps**2
+    assert drop == pytest.approx(ssl.info_nce_collapse_curvature(v, 0.7), rel=1e-4)
+    assert ssl.info_nce_collapse_curvature(np.ones((3, 2)), 0.5) == 0.0
+    with pytest.raises(ValueError):
+        ssl.info_nce_collapse_curvature(np.ones(3), 0.5)
+
+
+def test_spectral_contrastive_loss_grad_and_logistic():
+    rng = np.random.default_rng(5)
+    Phi = 0.5 * rng.normal(size=(3, 4))
+    x, xp = ssl.two_view_gaussian(100_000, 4, math.sqrt(SIGMA2), seed=1)
+    Phi_t = torch.tensor(Phi, requires_grad=True)
+    g = torch.autograd.grad(ssl.spectral_contrastive_loss(x @ Phi_t.T, xp @ Phi_t.T), Phi_t)[0].numpy()
+    pop = ssl.spectral_contrastive_pop_grad(Phi, SIGMA2)
+    assert np.linalg.norm(g - pop) / np.linalg.norm(pop) < 0.03
+    # the O(N D^2) loss equals the explicit double sum
+    z1, z2 = torch.tensor(rng.normal(size=(6, 3))), torch.tensor(rng.normal(size=(6, 3)))
+    gram = z1 @ z2.T
+    explicit = -2 * gram.diagonal().mean() + ((gram**2).sum() - (gram.diagonal() ** 2).sum()) / 30
+    assert ssl.spectral_contrastive_loss(z1, z2).item() == pytest.approx(explicit.item(), rel=1e-12)
+    run = ssl.simulate_spectral_contrastive(0.05 * rng.normal(size=(4, 4)), SIGMA2, wd=0.3, h=0.005, T=2.0,
+                                            record_every=50, device="cpu")
+    s0 = run["eigF"][0, 0]
+    np.testing.assert_allclose(run["eigF"][:, 0], ssl.spectral_contrastive_modes(s0, SIGMA2, 0.3, run["t"][:, None]),
+                               rtol=1e-7, atol=1e-12)
+    assert ssl.spectral_contrastive_modes(0.1, SIGMA2, 0.3, 1e3) == pytest.approx((1 - 0.3 / 4) / C**2)
+    with pytest.raises(ValueError):
+        ssl.spectral_contrastive_modes(0.1, SIGMA2, 5.0, 1.0)
+    with pytest.raises(ValueError):
+        ssl.spectral_contrastive_loss(z1[:1], z2[:1])
+
+
+def test_gpu_variant_script_runs_tiny():
+    """The GPU-scale variant (bench/ssl_digits_gpu.py, off by default) at a tiny size on the CPU."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "ssl_digits_gpu.py"
+    spec = importlib.util.spec_from_file_location("ssl_digits_gpu", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.main(["--tiny"])
+    assert out["d"] == 32 and np.isfinite(out["final_loss"]) and 0 <= out["commutator"] <= 2

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
-from scipy import integrate
+from scipy import integrate, optimize
 
 from .core import DivergenceError, as_int, as_positive, as_real_array
 
@@ -35,6 +35,7 @@ __all__ = [
     "riccati_u",
     "riccati_time",
     "gd_half_steps",
+    "gd_riccati_lag_coefficient",
     "general_u_rhs",
     "hyperbolic_u",
     "hyperbolic_time",
@@ -42,6 +43,10 @@ __all__ = [
     "shallow_gd",
     "deep_balanced_rhs",
     "deep_balanced_time",
+    "chain_sharpness",
+    "deep_half_time_large_D",
+    "deep_half_time_small_u0",
+    "tree_spectrum",
     "mode_strengths",
     "effective_u0",
     "half_times",
@@ -209,16 +214,52 @@ def riccati_time(u0: ArrayLike, uf: ArrayLike, s: ArrayLike, tau: float = 1.0) -
     return tau / (2.0 * s) * np.log(uf * (s - u0) / (u0 * (s - uf)))
 
 
-def gd_half_steps(s: ArrayLike, u0: ArrayLike, eta: ArrayLike) -> np.ndarray:
-    """Steps GD needs to take a balanced mode from u0 to s/2, eq. `eq-saxe-gd-half`:
+def gd_half_steps(s: ArrayLike, u0: ArrayLike, eta: ArrayLike, corrected: bool = True) -> np.ndarray:
+    """Steps GD needs to take a balanced mode from u0 to s/2, eq. `eq-saxe-gd-half` (Ch 2).
 
-        k_1/2 = ln((s - u0)/u0) / (2 ln(1 + eta s)),  from u_{k+1} = u_k (1 + eta (s - u_k))^2 on the plateau.
+    Leading term (corrected=False), from the plateau growth factor (1 + eta s)^2 of u_{k+1} = u_k (1 + eta (s - u_k))^2:
 
-    Accurate to about one step for eta s <= 0.15 (V2.3). Needs 0 < u0 < s, eta > 0.
+        k_1/2 = ln((s - u0)/u0) / (2 ln(1 + eta s)).
+
+    corrected=True (default) adds the two terms derived from the logit z = ln(u / (s - u)) (eq. `eq-saxe-logit-step`):
+    - (3/4) ln(2 (1 - u0/s)) + (5/16 - ln(2)/8) eta s; the remainder is O((eta s)^2 + eta u0) steps.
+    Needs 0 < u0 < s, eta > 0.
     """
     s, eta = _positive("s", s), _positive("eta", eta)
     u0 = _inside("u0", u0, 0.0, s)
-    return np.log((s - u0) / u0) / (2.0 * np.log1p(eta * s))
+    k = np.log((s - u0) / u0) / (2.0 * np.log1p(eta * s))
+    if not corrected:
+        return k
+    return k - 0.75 * np.log(2.0 * (1.0 - u0 / s)) + (5.0 / 16.0 - np.log(2.0) / 8.0) * eta * s
+
+
+def gd_riccati_lag_coefficient(s: ArrayLike, u0: ArrayLike) -> np.ndarray:
+    """First-order coefficient A of the largest gap between balanced GD and the Riccati law (Ch 2, eq. `eq-saxe-gap`):
+
+        max_k |u_k - u(k)| = A eta + O(eta^2),  A = max_z 2 s^2 sigma(z) (1 - sigma(z)) |delta(z)|,
+        delta(z) = (z - z0)/4 - (3/4) ln((1 + e^z)/(1 + e^{z0})),  z0 = ln(u0 / (s - u0)),
+
+    delta being GD's delay in steps at logit z, and 2 eta s^2 sigma (1 - sigma) the flow's slope du/dk. The maximum is
+    found on a grid in z refined by a bounded scalar minimisation. Needs 0 < u0 < s.
+    """
+    s = _positive("s", s)
+    u0 = _inside("u0", u0, 0.0, s)
+
+    def one(sv: float, uv: float) -> float:
+        z0 = np.log(uv / (sv - uv))
+
+        def neg(z: float) -> float:
+            sig = 0.5 * (1.0 + np.tanh(0.5 * z))
+            delta = (z - z0) / 4.0 - 0.75 * (np.logaddexp(0.0, z) - np.logaddexp(0.0, z0))
+            return -abs(2.0 * sv**2 * sig * (1.0 - sig) * delta)
+
+        zs = np.linspace(z0, 40.0, 8001)
+        i = int(np.argmin([neg(z) for z in zs]))
+        lo, hi = zs[max(i - 1, 0)], zs[min(i + 1, zs.size - 1)]
+        res = optimize.minimize_scalar(neg, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
+        return -min(res.fun, neg(zs[i]))
+
+    return np.vectorize(one, otypes=[float])(s, u0)
 
 
 def general_u_rhs(u: ArrayLike, s: ArrayLike, c0: ArrayLike, tau: float = 1.0) -> np.ndarray:
@@ -321,6 +362,70 @@ def deep_balanced_time(u0: ArrayLike, uf: ArrayLike, s: ArrayLike, D: int, tau: 
         return tau * integrate.quad(f, np.log(a), np.log(b), epsabs=0.0, epsrel=1e-12, limit=200)[0]
 
     return np.vectorize(one, otypes=[float])(u0, uf, s)
+
+
+def chain_sharpness(s: ArrayLike, D: int) -> np.ndarray:
+    """Largest Hessian eigenvalue of E = 1/2 (s - a_1 ... a_D)^2 at the balanced minimum a_j = s^(1/D) (Ch 2).
+
+    The residual vanishes there, so the Hessian is g g^T with g_j = s / a_j = s^(1 - 1/D): one eigenvalue
+    D s^(2 - 2/D) (along (1, ..., 1)), the rest 0. GD converges to it only if eta < 2 / (D s^(2 - 2/D)),
+    eq. `eq-saxe-depth-eta`. Needs s > 0, D >= 1.
+    """
+    D = as_int("D", D, minimum=1)
+    s = _positive("s", s)
+    return D * s ** (2.0 - 2.0 / D)
+
+
+def deep_half_time_large_D(u0: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0) -> np.ndarray:
+    """Half-time of the balanced depth-D chain in the limit D -> infinity at fixed u0, eq. `eq-saxe-depth-largeD`:
+
+        t_1/2 = (tau / D) [ (1/u0 - 2/s) / s + ln((s - u0)/u0) / s^2 ],
+
+    from tau du/dt = D u^2 (s - u) (u^(-2/D) -> 1); relative correction -2 (ln(1/u0) - 1) / D + O(D^-2).
+    Needs 0 < u0 < s/2, D >= 1.
+    """
+    D = as_int("D", D, minimum=1)
+    s = _positive("s", s)
+    u0 = _inside("u0", u0, 0.0, s / 2)
+    tau = as_positive("tau", tau)
+    return tau / D * ((1.0 / u0 - 2.0 / s) / s + np.log((s - u0) / u0) / s**2)
+
+
+def deep_half_time_small_u0(u0: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0, terms: int = 60) -> np.ndarray:
+    """Small-u0 expansion of the half-time of the balanced depth-D chain, D >= 3, eq. `eq-saxe-depth-time-2`:
+
+        t_1/2 = tau u0^(-(D-2)/D) / ((D-2) s) + C_D - tau u0^(2/D) / (2 s^2) + O(u0^(1 + 2/D)),
+        C_D = tau / (D s) s^(p-1) sum_n 2^(-(n+p)) / (n+p) - tau (s/2)^(p-1) / ((D-2) s),   p = 2/D,
+
+    from 1/(s - u) = 1/s + u/(s (s - u)) in eq. `eq-saxe-depth-time` (the series is int_0^1/2 x^(p-1)/(1-x) dx,
+    truncated after `terms` terms: error < 2^-terms). Needs 0 < u0 < s, D >= 3.
+    """
+    D = as_int("D", D, minimum=3)
+    s = _positive("s", s)
+    u0 = _inside("u0", u0, 0.0, s)
+    tau = as_positive("tau", tau)
+    p = 2.0 / D
+    n = np.arange(as_int("terms", terms, minimum=1))
+    series = np.sum(0.5 ** (n + p) / (n + p))
+    C = tau / (D * s) * s ** (p - 1.0) * series - tau * (s / 2) ** (p - 1.0) / ((D - 2) * s)
+    return tau * u0 ** (-(D - 2) / D) / ((D - 2) * s) + C - tau * u0**p / (2.0 * s**2)
+
+
+def tree_spectrum(levels: int = 5, n_features: int = 1000, flip: float = 0.1) -> np.ndarray:
+    """Expected singular values of `hierarchical_task` data, sqrt(F lambda), descending (Ch 2, eq. `eq-saxe-tree`).
+
+    The item covariance E[y_i y_j] = rho^h(i, j), rho = (1 - 2 flip)^2, h(i, j) = levels from the leaves to the common
+    ancestor, is diagonalised by the Haar vectors of the tree: the constant vector, lambda = S(L), and for each node
+    h levels above the leaves (2^(L-h) of them) lambda_h = S(h - 1) - 2^(h-1) rho^h, with
+    S(m) = 1 + sum_{l=1}^m 2^(l-1) rho^l. The singular values of Sigma = Y are then sqrt(F lambda) to O(sqrt(F)).
+    """
+    L, F = as_int("levels", levels, minimum=1), as_int("n_features", n_features, minimum=1)
+    if isinstance(flip, bool) or not isinstance(flip, int | float) or not 0 <= flip < 0.5:
+        raise ValueError(f"flip must be a probability in [0, 0.5); got {flip!r}")
+    rho = (1.0 - 2.0 * flip) ** 2
+    S = lambda m: 1.0 + sum(2.0 ** (j - 1) * rho**j for j in range(1, m + 1))  # noqa: E731
+    lam = [S(L)] + [S(h - 1) - 2.0 ** (h - 1) * rho**h for h in range(L, 0, -1) for _ in range(2 ** (L - h))]
+    return np.sqrt(F * np.array(lam))
 
 
 def mode_strengths(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike) -> np.ndarray:

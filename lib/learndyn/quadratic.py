@@ -3,7 +3,9 @@
 L(w) = 1/2 w^T H w with H symmetric. Gradient flow dw/dt = -H w has w(t) = exp(-H t) w0 (eq. `eq-pre-flow-quad`);
 GD with step lr is exactly w_k = (I - lr H)^k w0 (eq. `eq-pre-gd-quad`), compared with the flow at t = lr k.
 To second order GD follows the modified flow of L + lr/4 ||grad L||^2, here exp(-(H + lr H^2 / 2) t) w0
-(eq. `eq-pre-modified-quad`; Barrett & Dherin 2021).
+(eq. `eq-pre-modified-quad`; Barrett & Dherin 2021). The maximal GD error in one eigencomponent has the expansion
+of `gd_error_expansion` (eqs. `eq-pre-error-constant`, `eq-pre-error-expansion`), and for lr lambda_max < 1 GD is
+exactly the flow of the modified Hessian -log(I - lr H)/lr (`exact_modified_hessian`, exercise `ex-pre-exact`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import numpy as np
 
 from .core import DivergenceError, as_int, as_positive
 
-__all__ = ["gd_quadratic", "gd_quadratic_closed_form", "flow_quadratic", "modified_flow_quadratic"]
+__all__ = ["gd_quadratic", "gd_quadratic_closed_form", "flow_quadratic", "modified_flow_quadratic",
+           "gd_error_expansion", "exact_modified_hessian"]
 
 
 def gd_quadratic(H: np.ndarray, w0: np.ndarray, lr: float, steps: int) -> np.ndarray:
@@ -53,6 +56,39 @@ def modified_flow_quadratic(H: np.ndarray, w0: np.ndarray, lr: float, t: np.ndar
     H, w0 = _validate(H, w0)
     lr = as_positive("lr", lr)
     return _expm_apply(H + 0.5 * lr * H @ H, w0, t)
+
+
+def gd_error_expansion(lam: float, amp: float, against: str = "flow") -> tuple[float, float]:
+    """(C, a) with max_{t >= 0} |GD - reference| in one eigencomponent = C lr^p (1 + a lr + O(lr^2)).
+
+    The component has curvature `lam` > 0 and initial amplitude `amp` = <q, w0>. Against the gradient flow
+    (p = 1): C = lam |amp| / (2e), a = 5 lam / 12, eqs. `eq-pre-error-constant` and `eq-pre-error-expansion`.
+    Against the modified flow `modified_flow_quadratic` (p = 2, eq. `eq-pre-modified-expansion`):
+    C = lam^2 |amp| / (3e), a = lam / 4. On the grid t = lr k the maximum differs from max over t only at O(lr^2).
+    """
+    lam = as_positive("lam", lam)
+    if isinstance(amp, bool) or not isinstance(amp, int | float | np.integer | np.floating) or not np.isfinite(amp):
+        raise TypeError(f"amp must be a finite real number; got {amp!r}")
+    if against == "flow":
+        return lam * abs(amp) / (2 * np.e), 5 * lam / 12
+    if against == "modified":
+        return lam**2 * abs(amp) / (3 * np.e), lam / 4
+    raise ValueError(f"against must be 'flow' or 'modified'; got {against!r}")
+
+
+def exact_modified_hessian(H: np.ndarray, lr: float) -> np.ndarray:
+    """-log(I - lr H) / lr = H + lr H^2/2 + lr^2 H^3/3 + ...: GD with step lr is exactly its flow at t = lr k.
+
+    Exercise `ex-pre-exact`. Needs lr lambda < 1 for every eigenvalue lambda of H (otherwise I - lr H has an
+    eigenvalue <= 0, and no symmetric matrix A has exp(-lr A) = I - lr H).
+    """
+    H, _ = _validate(H, np.zeros(np.shape(H)[0] if np.ndim(H) == 2 else 0))
+    lr = as_positive("lr", lr)
+    lam, Q = np.linalg.eigh(H)
+    if np.any(lr * lam >= 1):
+        raise ValueError(f"lr * lambda_max(H) = {lr * lam[-1]:.3g} >= 1: I - lr H is not positive definite, so GD "
+                         "is not the flow of any quadratic (lr must be < 1/lambda_max)")
+    return (Q * (-np.log1p(-lr * lam) / lr)) @ Q.T
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ Gradient flow with weight decay wd (eq. `eq-ssl1-flow`), F = Phi Phi^T:
 
 Time is gradient-flow time; GD with step h is the Euler method of the same flow at t = h k.
 Theory: numpy, float64, broadcasting. Simulators: torch, float64, batched on a leading axis B, on `device`.
-References: Chen et al. (2020); Tian, Chen & Ganguli (2021). Chapter 4 (Barlow Twins) adds its own section below.
+References: Chen et al. (2020); Tian, Chen & Ganguli (2021); HaoChen et al. (2021).
+Chapter 4 (Barlow Twins) lives in `barlow.py`; its functions are re-exported at the end of this module, so that
+`ld.ssl.barlow_*` and `ld.barlow.barlow_*` are the same objects.
 """
 
 from __future__ import annotations
@@ -26,7 +28,17 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
-from .core import History, as_int, as_positive, check_finite, few_threads_if_small, get_device, make_generator, rk4_step
+from .core import (
+    History,
+    as_int,
+    as_positive,
+    as_real_array,
+    check_finite,
+    few_threads_if_small,
+    get_device,
+    make_generator,
+    rk4_step,
+)
 
 __all__ = [
     # Chapter 3
@@ -40,6 +52,18 @@ __all__ = [
     "commutator_ratio",
     "info_nce",
     "check_info_nce",
+    "tian_final_state_lambda0",
+    "balanced_time",
+    "optimal_predictor",
+    "simulate_directpred",
+    "alignment_rate",
+    "integrate_modes_general",
+    "info_nce_grad",
+    "info_nce_collapse_curvature",
+    "spectral_contrastive_loss",
+    "spectral_contrastive_pop_grad",
+    "spectral_contrastive_modes",
+    "simulate_spectral_contrastive",
 ]
 
 Array = np.ndarray | torch.Tensor
@@ -202,7 +226,7 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
                             T: float = 200.0, symmetric_predictor: bool = True, stopgrad: bool = True,
                             use_predictor: bool = True, ema_beta: float | None = None,
                             method: Literal["rk4", "euler"] = "rk4", record_every: int = 100,
-                            device: str | torch.device | None = None) -> History:
+                            device: str | torch.device | None = None, alpha_p: float | Array = 1.0) -> History:
     """Integrate the population gradient flow of the linear non-contrastive model, eq. `eq-ssl1-flow` (Ch 3).
 
         dPhi/dt = -grad_Phi L - wd Phi,     dP/dt = -grad_P L - wd P      (gradients: `noncontrastive_pop_grads`)
@@ -210,6 +234,8 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
     Phi0 (B, d2, d1) and P0 (B, d2, d2) (a 2-D pair is a batch of one); wd a float or one value per run, shape (B,).
     symmetric_predictor: use the symmetric part of dP/dt (P0 must then be symmetric). use_predictor=False fixes
     P = I. ema_beta: EMA target dPhi_a/dt = ema_beta (Phi - Phi_a), Phi_a(0) = Phi0, used inside StopGrad.
+    alpha_p: the predictor's relative learning rate, dP/dt = -alpha_p grad_P L - wd P (eq. `eq-ssl1-modes-ema`), a
+    float > 0 or one value > 0 per run.
     method "rk4" (classical Runge-Kutta, `core.rk4_step`) or "euler" (= gradient descent with learning rate h).
     Runs round(T / h) steps in float64 on `device` (default: CUDA when present).
 
@@ -242,6 +268,10 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
     elif symmetric_predictor and not torch.allclose(P, P.mT, rtol=0, atol=1e-12 * (1 + float(P.abs().max()))):
         raise ValueError("P0 must be symmetric when symmetric_predictor=True (or pass symmetric_predictor=False)")
     lam = _wd_tensor(wd, Phi.shape[0], dev)
+    alpha_p = np.asarray(_numpy(alpha_p), dtype=float)
+    if not (np.all(np.isfinite(alpha_p)) and np.all(alpha_p > 0)):
+        raise ValueError(f"alpha_p (predictor learning rate) must be > 0, a float or one per run; got {alpha_p}")
+    alpha_p = _wd_tensor(alpha_p, Phi.shape[0], dev)
     n_steps = max(1, round(T / h))
 
     def rhs(state: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
@@ -249,7 +279,7 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
         target = state[2] if ema_beta is not None else None
         g_phi, g_p = noncontrastive_pop_grads(phi, p, sigma2, stopgrad=stopgrad, target=target)
         d_phi = -g_phi - lam * phi
-        d_p = -g_p - lam * p if use_predictor else torch.zeros_like(p)
+        d_p = -alpha_p * g_p - lam * p if use_predictor else torch.zeros_like(p)
         if symmetric_predictor:
             d_p = 0.5 * (d_p + d_p.mT)
         return (d_phi, d_p) if ema_beta is None else (d_phi, d_p, ema_beta * (phi - state[2]))
@@ -306,6 +336,317 @@ def check_info_nce(fn: Callable[[np.ndarray, np.ndarray, float], float], seed: i
             raise AssertionError(f"NT-Xent at collapse (N={n}, T={temp}): got {got}, expected log(2N-1) = "
                                  f"{math.log(2 * n - 1)}")
     print("check_info_nce: all cases passed")
+
+
+# ---- closed forms added for the dynamics of Ch 3 (final states, DirectPred, alignment, contrastive) -----------
+def tian_final_state_lambda0(p0: np.ndarray | float, s0: np.ndarray | float,
+                             sigma2: float) -> tuple[np.ndarray, np.ndarray]:
+    """Where an aligned mode ends without weight decay, eq. `eq-ssl1-final-lambda0` (Ch 3, Theorem `thm-ssl1-modes`).
+
+    At wd = 0 the imbalance D = s - p^2 is conserved, so a mode moves on the parabola s = p^2 + D until it meets the
+    fixed line p = 1/c (it survives, with s = 1/c^2 + D) or the fixed line s = 0 (it collapses, at p = sqrt(-D) when it
+    started at p0 > 1/c, at p = -sqrt(-D) when it started at p0 < 0). Survival iff D > -1/c^2 and not (p0 < 0 and
+    D <= 0). Arguments broadcast (s0 >= 0); returns (p_inf, s_inf).
+    """
+    sigma2, _ = _sigma2_wd(sigma2, 0.0)
+    p0, s0 = np.broadcast_arrays(np.asarray(p0, dtype=float), np.asarray(s0, dtype=float))
+    if np.any(s0 < 0) or not (np.all(np.isfinite(p0)) and np.all(np.isfinite(s0))):
+        raise ValueError("s0 must be >= 0 (an eigenvalue of Phi Phi^T) and p0, s0 finite")
+    c = 1.0 + sigma2
+    imb = s0 - p0**2
+    survive = (imb > -1.0 / c**2) & ~((p0 < 0) & (imb <= 0))
+    root = np.sqrt(np.maximum(-imb, 0.0))
+    p_inf = np.where(survive, 1.0 / c, np.where(p0 < 0, -root, root))
+    s_inf = np.where(survive, 1.0 / c**2 + imb, 0.0)
+    return p_inf, s_inf
+
+
+def balanced_time(p0: np.ndarray | float, p: np.ndarray | float, sigma2: float, wd: float) -> np.ndarray:
+    """Time a balanced mode (s = p^2) takes from p0 to p under eq. `eq-ssl1-balanced` (Ch 3), in closed form.
+
+    dp/dt = -c p (p - p*_-)(p - p*_+) separates; with a = p*_-, b = p*_+ (c a b = wd) partial fractions give
+
+        t = -(1/c) [ ln|p|/(a b) + ln|p - a|/(a (a - b)) + ln|p - b|/(b (b - a)) ]_{p0}^{p}          (wd > 0),
+        t = [ -1/p + c ln( p / |1 - c p| ) ]_{p0}^{p}                                             (wd = 0, p > 0),
+
+    valid while p stays between the same fixed points as p0 (the result is then >= 0). This is also DirectPred's
+    dynamics (`simulate_directpred`). Needs wd < 1/(4c); arguments broadcast.
+    """
+    sigma2, wd = _sigma2_wd(sigma2, wd)
+    c = 1.0 + sigma2
+    p0, p = np.broadcast_arrays(np.asarray(p0, dtype=float), np.asarray(p, dtype=float))
+    if wd == 0.0:
+        if np.any((p0 <= 0) | (p <= 0) | ((p0 - 1 / c) * (p - 1 / c) <= 0)):
+            raise ValueError("balanced_time at wd = 0 needs p0, p > 0 on the same side of the fixed point 1/c")
+
+        def prim(q: np.ndarray) -> np.ndarray:
+            return -1.0 / q + c * np.log(q / np.abs(1.0 - c * q))
+        return prim(p) - prim(p0)
+    fp = tian_fixed_points(sigma2, wd)
+    if fp is None or fp[0] == fp[1]:
+        raise ValueError(f"balanced_time needs wd < 1/(4c) = {1 / (4 * c):.6g}; got wd = {wd}")
+    a, b = fp
+
+    def prim(q: np.ndarray) -> np.ndarray:
+        return -(np.log(np.abs(q)) / (a * b) + np.log(np.abs(q - a)) / (a * (a - b))
+                 + np.log(np.abs(q - b)) / (b * (b - a))) / c
+    return prim(p) - prim(p0)
+
+
+def optimal_predictor(F: np.ndarray, sigma2: float, wd: float = 0.0) -> np.ndarray:
+    """Loss-optimal predictor for a fixed encoder, eq. `eq-ssl1-optimal-predictor` (Ch 3): P = F (c F + wd I)^{-1}.
+
+    Minimises L(P) + wd/2 |P|_F^2 with L of eq. `eq-ssl1-loss`, whose P-gradient is c P F - F + wd P. F = Phi Phi^T
+    (d2, d2) symmetric PSD; for wd = 0 F must be invertible (then P = I/c). Batched over leading axes.
+    """
+    sigma2, wd = _sigma2_wd(sigma2, wd)
+    F = as_real_array("F", F)
+    square = F.ndim >= 2 and F.shape[-1] == F.shape[-2]
+    if not square or not np.allclose(F, F.swapaxes(-1, -2), atol=1e-12 * (1 + abs(F).max())):
+        raise ValueError(f"F must be a symmetric square matrix (Phi Phi^T); got shape {F.shape}")
+    c = 1.0 + sigma2
+    eye = np.eye(F.shape[-1])
+    # P (cF + wd) = F  <=>  (cF + wd) P^T = F (both symmetric), solved without forming the inverse
+    return np.linalg.solve(c * F + wd * eye, F).swapaxes(-1, -2)
+
+
+def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: float = 1e-2, T: float = 100.0,
+                        record_every: int = 100, device: str | torch.device | None = None) -> History:
+    """DirectPred (Tian et al. 2021) in the population model of Ch 3: the predictor is *set*, P := F^{1/2}.
+
+    Integrates dPhi/dt = P (I - c P) Phi - wd Phi with P = F^{1/2} (F = Phi Phi^T, eigenvalues clipped at 0) by RK4.
+    Since P is a function of F, F keeps its eigenvectors and each eigenvalue s obeys ds/dt = 2 s^{3/2}(1 - c s^{1/2})
+    - 2 wd s: with p = sqrt(s) this is the balanced-curve ODE eq. `eq-ssl1-balanced` (Ch 3, eq.
+    `eq-ssl1-directpred`). Phi0 (B, d2, d1) or (d2, d1); wd a float or one per run. Returns a History with "t",
+    "eigF" (K, B, d2) ascending, "phi_norm" (K, B); final "Phi".
+    """
+    sigma2 = as_positive("sigma2", sigma2)
+    h, T = as_positive("h", h), as_positive("T", T)
+    record_every = as_int("record_every", record_every, minimum=1)
+    dev = get_device(device)
+    Phi = torch.as_tensor(_numpy(Phi0), dtype=torch.float64, device=dev)
+    if Phi.ndim == 2:
+        Phi = Phi[None]
+    if Phi.ndim != 3:
+        raise ValueError(f"Phi0 must be (B, d2, d1) or (d2, d1); got shape {tuple(Phi.shape)}")
+    lam = _wd_tensor(wd, Phi.shape[0], dev)
+    c = 1.0 + sigma2
+
+    def rhs(state: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        phi = state[0]
+        s, q = torch.linalg.eigh(phi @ phi.mT)
+        root = s.clamp(min=0.0).sqrt()
+        gain = (q * (root * (1.0 - c * root))[..., None, :]) @ q.mT     # P (I - c P) with P = F^{1/2}
+        return (gain @ phi - lam * phi,)
+
+    n_steps = max(1, round(T / h))
+    steps, records = [], {"t": [], "eigF": [], "phi_norm": []}
+    state: tuple[torch.Tensor, ...] = (Phi,)
+    with few_threads_if_small(Phi.device, Phi.numel()):
+        for k in range(n_steps + 1):
+            if k % record_every == 0 or k == n_steps:
+                check_finite("Phi", state[0], step=k)
+                steps.append(k)
+                records["t"].append(k * h)
+                records["eigF"].append(torch.linalg.eigvalsh(state[0] @ state[0].mT).cpu().numpy())
+                records["phi_norm"].append(torch.linalg.matrix_norm(state[0]).cpu().numpy())
+            if k < n_steps:
+                state = rk4_step(rhs, state, h)
+    return History.from_records(steps, records, {"Phi": state[0].cpu().numpy()})
+
+
+def alignment_rate(P: np.ndarray, F: np.ndarray, sigma2: float, wd: float = 0.0) -> np.ndarray:
+    """Decay rate of the commutator K = [P, F] for a symmetric predictor, Theorem `thm-ssl1-alignment` (Ch 3).
+
+    Along the symmetric-predictor flow, dK/dt = -(M K + K M) - 3 wd K with M = (c/2) F + c P^2 - P, so
+    d|K|_F/dt <= -r |K|_F with r = min_{i != j} (m_i + m_j) + 3 wd over the eigenvalues m_i of M. Returns r,
+    batched over leading axes (P, F symmetric, same shape).
+    """
+    sigma2, wd = _sigma2_wd(sigma2, wd)
+    P, F = as_real_array("P", P), as_real_array("F", F)
+    if P.shape != F.shape or P.ndim < 2 or P.shape[-1] != P.shape[-2] or P.shape[-1] < 2:
+        raise ValueError(f"P and F must be square matrices of the same size >= 2; got {P.shape} and {F.shape}")
+    c = 1.0 + sigma2
+    M = 0.5 * c * F + c * P @ P - P
+    m = np.linalg.eigvalsh(0.5 * (M + M.swapaxes(-1, -2)))               # ascending
+    return m[..., 0] + m[..., 1] + 3.0 * wd
+
+
+def integrate_modes_general(p0: np.ndarray | float, phi0: np.ndarray | float, sigma2: float, wd: float,
+                            t_eval: np.ndarray, alpha_p: float = 1.0,
+                            ema_beta: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Aligned modes with a predictor learning rate alpha_p and an EMA target, by scipy DOP853 (Ch 3, eq.
+    `eq-ssl1-modes-ema`). Per mode: encoder singular value phi, EMA target phi_a, predictor eigenvalue p:
+
+        dphi/dt = p (phi_a - c p phi) - wd phi,  dp/dt = alpha_p phi (phi_a - c p phi) - wd p,
+        dphi_a/dt = ema_beta (phi - phi_a)          (ema_beta None: phi_a = phi, no EMA),
+
+    with phi_a(0) = phi0. The matrix flow of `simulate_noncontrastive(..., alpha_p=, ema_beta=)` started aligned
+    follows it. Returns (p, phi, phi_a), each (len(t_eval), *broadcast shape); s = phi^2.
+    """
+    sigma2, wd = _sigma2_wd(sigma2, wd)
+    alpha_p = as_positive("alpha_p", alpha_p)
+    if ema_beta is not None:
+        ema_beta = as_positive("ema_beta", ema_beta)
+    t_eval = np.asarray(t_eval, dtype=float).ravel()
+    if t_eval.size == 0 or np.any(np.diff(t_eval) < 0) or t_eval[0] < 0 or not np.all(np.isfinite(t_eval)):
+        raise ValueError("t_eval must be a non-empty, finite, increasing array of times >= 0")
+    p0, phi0 = np.broadcast_arrays(np.asarray(p0, dtype=float), np.asarray(phi0, dtype=float))
+    shape, n, c = p0.shape, p0.size, 1.0 + sigma2
+
+    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
+        p, phi = y[:n], y[n:2 * n]
+        phi_a = phi if ema_beta is None else y[2 * n:]
+        drive = phi_a - c * p * phi
+        out = [alpha_p * phi * drive - wd * p, p * drive - wd * phi]
+        if ema_beta is not None:
+            out.append(ema_beta * (phi - phi_a))
+        return np.concatenate(out)
+
+    y0 = [p0.ravel(), phi0.ravel()] + ([phi0.ravel()] if ema_beta is not None else [])
+    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate(y0), method="DOP853", t_eval=t_eval,
+                    rtol=1e-11, atol=1e-13)
+    if not sol.success:
+        raise RuntimeError(f"integrate_modes_general: solve_ivp failed: {sol.message}")
+    y = sol.y.T
+    p, phi = y[:, :n].reshape(-1, *shape), y[:, n:2 * n].reshape(-1, *shape)
+    phi_a = phi if ema_beta is None else y[:, 2 * n:].reshape(-1, *shape)
+    return p, phi, phi_a
+
+
+def info_nce_grad(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gradient of `info_nce` with respect to the raw embeddings, eq. `eq-ssl1-ntxent-grad` (Ch 3).
+
+    With zhat_k = z_k/|z_k|, Pi_ik = softmax_k(zhat_i . zhat_k / T) over k != i and E the positive-pair indicator,
+
+        dL/dzhat_m = 1/(2N T) sum_i [(Pi - E)_im + (Pi - E)_mi] zhat_i,
+        dL/dz_m = (I - zhat_m zhat_m^T) dL/dzhat_m / |z_m|:
+
+    attraction to the partner (the -E terms), repulsion from the softmax-weighted others (the Pi terms), projected
+    on the tangent space of the sphere. Returns (grad_z1, grad_z2), each (N, D).
+    """
+    temperature = as_positive("temperature", temperature)
+    z1, z2 = torch.as_tensor(z1), torch.as_tensor(z2)
+    if z1.ndim != 2 or z1.shape != z2.shape or z1.shape[0] < 1:
+        raise ValueError(f"z1 and z2 must both be (N, D) with N >= 1; got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    n = z1.shape[0]
+    z = torch.cat([z1, z2])
+    norm = z.norm(dim=1, keepdim=True)
+    zh = z / norm
+    logits = (zh @ zh.T) / temperature
+    logits = logits.masked_fill(torch.eye(2 * n, dtype=torch.bool, device=z.device), float("-inf"))
+    pi = torch.softmax(logits, dim=1)
+    E = torch.zeros_like(pi)
+    idx = torch.arange(2 * n, device=z.device)
+    E[idx, (idx + n) % (2 * n)] = 1.0
+    W = (pi - E) + (pi - E).T
+    g_hat = (W @ zh) / (2 * n * temperature)
+    g = (g_hat - (g_hat * zh).sum(dim=1, keepdim=True) * zh) / norm
+    return g[:n], g[n:]
+
+
+def info_nce_collapse_curvature(v: np.ndarray, temperature: float) -> float:
+    """Second-order coefficient of NT-Xent at collapse, eq. `eq-ssl1-ntxent-saddle` (Ch 3).
+
+    Embeddings z_i = u + eps v_i for both views of example i (v_i orthogonal to the unit vector u, partners equal):
+    L(eps) = log(2N - 1) - kappa eps^2 + O(eps^4) with kappa = sum_{i != k} |v_i - v_k|^2 / (2 T (2N - 1) 2N), the
+    sum over the 2N views. kappa > 0 unless all v_i are equal: spreading the examples lowers the loss, so
+    collapse is a saddle. v has shape (N, D): one direction per example.
+    """
+    temperature = as_positive("temperature", temperature)
+    v = as_real_array("v", v)
+    if v.ndim != 2 or v.shape[0] < 1:
+        raise ValueError(f"v must be (N, D) with N >= 1; got shape {v.shape}")
+    n = v.shape[0]
+    views = np.concatenate([v, v])
+    sq = ((views[:, None, :] - views[None, :, :]) ** 2).sum(-1)
+    return float(sq.sum() / (2 * temperature * (2 * n - 1) * 2 * n))
+
+
+def spectral_contrastive_loss(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
+    """Sample spectral contrastive loss (HaoChen et al. 2021), eq. `eq-ssl1-spectral` (Ch 3):
+
+        L = -2/N sum_i z1_i . z2_i + 1/(N (N-1)) sum_{i != k} (z1_i . z2_k)^2,
+
+    positives (z1_i, z2_i), negatives the other examples' second views. Unbiased for the population loss
+    -2 tr(Phi E[x' x^T] Phi^T) + E[(x^T Phi^T Phi x~)^2] of a linear encoder. z1, z2 (N, D), N >= 2.
+    """
+    z1, z2 = torch.as_tensor(z1), torch.as_tensor(z2)
+    if z1.ndim != 2 or z1.shape != z2.shape or z1.shape[0] < 2:
+        raise ValueError(f"z1 and z2 must both be (N, D) with N >= 2; got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    n = z1.shape[0]
+    pos = (z1 * z2).sum(dim=1)                                        # z1_i . z2_i
+    all_pairs = ((z1.T @ z1) * (z2.T @ z2)).sum()                     # sum_{i,k} (z1_i . z2_k)^2, O(N D^2)
+    return -2.0 * pos.mean() + (all_pairs - (pos**2).sum()) / (n * (n - 1))
+
+
+def spectral_contrastive_pop_grad(Phi: Array, sigma2: float) -> Array:
+    """Population gradient of the spectral contrastive loss for a linear encoder under eq. `eq-ssl1-data` (Ch 3):
+    L = -2 tr F + c^2 tr F^2 (F = Phi Phi^T, c = 1 + sigma2), so grad = -4 Phi + 4 c^2 F Phi, eq.
+    `eq-ssl1-spectral-grad`. numpy or torch, batched over leading axes."""
+    sigma2 = as_positive("sigma2", sigma2)
+    if Phi.ndim < 2:
+        raise ValueError(f"Phi must be a matrix (d2, d1); got shape {tuple(Phi.shape)}")
+    c = 1.0 + sigma2
+    return -4.0 * Phi + 4.0 * c**2 * (Phi @ Phi.swapaxes(-1, -2)) @ Phi
+
+
+def spectral_contrastive_modes(s0: np.ndarray | float, sigma2: float, wd: float,
+                               t: np.ndarray | float) -> np.ndarray:
+    """Eigenvalues of F under the spectral contrastive flow, eq. `eq-ssl1-spectral-logistic` (Ch 3): each one obeys
+    the logistic ds/dt = r s (1 - s/K), r = 8 - 2 wd, K = (1 - wd/4)/c^2, so
+
+        s(t) = K s0 e^{r t} / (K + s0 (e^{r t} - 1)).
+
+    Every mode with s0 > 0 grows to K (for wd < 4): the collapse s = 0 is unstable. s0 >= 0 and t broadcast."""
+    sigma2, wd = _sigma2_wd(sigma2, wd)
+    if wd >= 4.0:
+        raise ValueError(f"spectral_contrastive_modes needs wd < 4 (above it every mode collapses); got {wd}")
+    s0, t = np.broadcast_arrays(np.asarray(s0, dtype=float), np.asarray(t, dtype=float))
+    if np.any(s0 < 0) or np.any(t < 0):
+        raise ValueError("s0 and t must be >= 0")
+    c = 1.0 + sigma2
+    r, K = 8.0 - 2.0 * wd, (1.0 - wd / 4.0) / c**2
+    g = np.exp(-r * t)                                                # the stable form, no overflow at large t
+    return K * s0 / (K * g + s0 * (1.0 - g))
+
+
+def simulate_spectral_contrastive(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: float = 1e-2,
+                                  T: float = 5.0, record_every: int = 10,
+                                  device: str | torch.device | None = None) -> History:
+    """RK4 on the population flow of the spectral contrastive loss, dPhi/dt = 4 (I - c^2 F) Phi - wd Phi (Ch 3).
+
+    Phi0 (B, d2, d1) or (d2, d1). Returns a History with "t", "eigF" (K, B, d2) ascending and "loss" (K, B)
+    = -2 tr F + c^2 tr F^2; final "Phi". The reference for `spectral_contrastive_modes`.
+    """
+    sigma2 = as_positive("sigma2", sigma2)
+    h, T = as_positive("h", h), as_positive("T", T)
+    record_every = as_int("record_every", record_every, minimum=1)
+    dev = get_device(device)
+    Phi = torch.as_tensor(_numpy(Phi0), dtype=torch.float64, device=dev)
+    if Phi.ndim == 2:
+        Phi = Phi[None]
+    if Phi.ndim != 3:
+        raise ValueError(f"Phi0 must be (B, d2, d1) or (d2, d1); got shape {tuple(Phi.shape)}")
+    lam = _wd_tensor(wd, Phi.shape[0], dev)
+    c = 1.0 + sigma2
+    n_steps = max(1, round(T / h))
+    steps, records = [], {"t": [], "eigF": [], "loss": []}
+    state: tuple[torch.Tensor, ...] = (Phi,)
+    with few_threads_if_small(Phi.device, Phi.numel()):
+        for k in range(n_steps + 1):
+            if k % record_every == 0 or k == n_steps:
+                check_finite("Phi", state[0], step=k)
+                F = state[0] @ state[0].mT
+                steps.append(k)
+                records["t"].append(k * h)
+                records["eigF"].append(torch.linalg.eigvalsh(F).cpu().numpy())
+                records["loss"].append((-2 * F.diagonal(dim1=-2, dim2=-1).sum(-1)
+                                        + c**2 * (F * F).sum((-2, -1))).cpu().numpy())
+            if k < n_steps:
+                state = rk4_step(lambda st: (-spectral_contrastive_pop_grad(st[0], sigma2) - lam * st[0],),
+                                 state, h)
+    return History.from_records(steps, records, {"Phi": state[0].cpu().numpy()})
 
 
 # ---- helpers -----------------------------------------------------------------------------------------------------
