@@ -217,3 +217,118 @@ def test_design_and_domain_errors():
         linreg.ols_risk_fixed(np.ones((6, 2)), 1.0)
     with pytest.raises(ValueError, match="zero"):
         linreg.gd_stability_threshold(np.zeros((3, 2)))
+
+
+# --- Stein's paradox ---------------------------------------------------------------------------------------------
+def test_james_stein_risk_limits_and_quadrature():
+    d, v = 10, 0.0098
+    assert linreg.james_stein_risk(0.0, d, v) == pytest.approx(2 * v, rel=1e-12)  # w = 0: v (d - (d - 2))
+    far = linreg.james_stein_risk(1e3, d, v)
+    assert d * v * (1 - 1e-4) < far < d * v  # rises to the OLS risk d v, never reaches it
+    risks = linreg.james_stein_risk(np.linspace(0, 3, 7), d, v)
+    assert np.all(np.diff(risks) > 0) and np.all(risks < d * v)  # increasing in ||w||, below OLS everywhere
+    # independent reference: E[1/Q] for Q ~ noncentral chi^2_d, integrated against scipy's density
+    from scipy import stats
+
+    for w_norm in (0.1, 0.7, 2.0):
+        inv_q = stats.ncx2.expect(lambda q: 1 / q, args=(d, w_norm**2 / v))
+        assert linreg.james_stein_risk(w_norm, d, v) == pytest.approx(v * (d - (d - 2) ** 2 * inv_q), rel=1e-8)
+
+
+def test_james_stein_estimator_and_simulation():
+    w_hat = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(linreg.james_stein(w_hat, 1.0), [[3.0 * 24 / 25, 4.0 * 24 / 25, 0.0], [0, 0, 0]])
+    w = np.array([0.3, 0.0, 0.0, 0.0, 0.0])
+    mc, se = linreg.simulate_james_stein_risk(w, 0.04, reps=200_000, seed=1)
+    assert abs(mc - linreg.james_stein_risk(0.3, 5, 0.04)) < 4 * se
+
+
+def test_james_stein_bad_input():
+    with pytest.raises(ValueError, match="d >= 3"):
+        linreg.james_stein(np.ones(2), 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        linreg.james_stein(np.array([1.0, np.nan, 0.0]), 1.0)
+    with pytest.raises(ValueError, match="noise_var"):
+        linreg.james_stein(np.ones(3), -1.0)
+    with pytest.raises(ValueError, match="d"):
+        linreg.james_stein_risk(1.0, 2, 1.0)
+    with pytest.raises(ValueError, match="w_norm"):
+        linreg.james_stein_risk(-1.0, 5, 1.0)
+    with pytest.raises(ValueError, match="d >= 3"):
+        linreg.simulate_james_stein_risk(np.ones(2), 1.0, reps=10)
+
+
+# --- early stopping as ridge ---------------------------------------------------------------------------------------
+def test_filters_limits():
+    s = np.array([0.5, 2.0, 10.0])
+    np.testing.assert_allclose(linreg.gd_filter(s, 0.05, 0), 0.0)
+    np.testing.assert_allclose(linreg.gd_filter(s, 0.05, 1), 0.05 * s)  # one step: eta s
+    np.testing.assert_allclose(linreg.gd_filter(s, 0.05, 10_000), 1.0)  # k -> infinity: OLS
+    np.testing.assert_allclose(linreg.ridge_filter(s, 1e-12), 1.0, atol=1e-11)
+    np.testing.assert_allclose(linreg.ridge_filter(s, 2.0), s / (s + 2.0))
+    assert linreg.gd_filter(s, 0.05, np.arange(3)[:, None]).shape == (3, 3)
+
+
+def test_gd_early_stopped_matches_gd_iterations():
+    for n, d in ((30, 6), (8, 20)):  # full column rank, and wide (any rank)
+        X, y = _problem(n, d, seed=3)
+        lr = 0.5 / np.linalg.eigvalsh(X.T @ X)[-1]
+        for k in (0, 1, 7, 60):
+            np.testing.assert_allclose(linreg.gd_early_stopped(X, y, lr, k), linreg.gd_least_squares(X, y, lr, k),
+                                       atol=1e-12)
+
+
+def test_filter_risks_against_exact_linear_map():
+    X, _ = _problem(25, 5, seed=4)
+    sigma, tau, lr = 0.8, 0.3, 0.2 / np.linalg.eigvalsh(X.T @ X)[-1]
+    w = np.random.default_rng(5).standard_normal(5)
+    F = np.zeros((5, 25))  # GD on the linear map y -> w_k, no eigendecomposition
+    for k in range(40):
+        bias = (np.eye(5) - F @ X)
+        assert linreg.gd_risk(X, sigma, lr, k, w=w) == pytest.approx(
+            np.sum((bias @ w) ** 2) + sigma**2 * np.sum(F**2), rel=1e-10)
+        assert linreg.gd_risk(X, sigma, lr, k, tau=tau) == pytest.approx(
+            tau**2 * np.sum(bias**2) + sigma**2 * np.sum(F**2), rel=1e-10)
+        F = F - lr * X.T @ (X @ F - np.eye(25))
+    kappa = 0.7  # ridge: against its explicit matrix (X^T X + kappa I)^-1 X^T
+    A = np.linalg.solve(X.T @ X + kappa * np.eye(5), X.T)
+    assert linreg.ridge_risk(X, sigma, kappa, w=w) == pytest.approx(
+        np.sum(((np.eye(5) - A @ X) @ w) ** 2) + sigma**2 * np.sum(A**2), rel=1e-10)
+    # ridge at kappa = sigma^2 / tau^2 is the Bayes estimator: its averaged risk is the Bayes risk
+    assert linreg.ridge_risk(X, sigma, sigma**2 / tau**2, tau=tau) == pytest.approx(
+        linreg.bayes_risk(X, sigma, tau), rel=1e-12)
+    assert linreg.gd_risk(X, sigma, lr, 10**6, tau=tau) == pytest.approx(linreg.ols_risk_fixed(X, sigma), rel=1e-9)
+    assert linreg.gd_risk(X, sigma, lr, np.arange(5), tau=tau).shape == (5,)
+
+
+def test_simulate_gd_risk_against_closed_form():
+    X, _ = _problem(20, 4, seed=6)
+    lr = 0.2 / np.linalg.eigvalsh(X.T @ X)[-1]
+    means, ses = linreg.simulate_gd_risk(X, 0.5, 0.4, lr, [0, 5, 30], reps=40_000, seed=7)
+    np.testing.assert_array_less(np.abs(means - linreg.gd_risk(X, 0.5, lr, np.array([0, 5, 30]), tau=0.4)), 4 * ses)
+
+
+def test_early_stopping_bad_input():
+    X, y = _problem(10, 3)
+    with pytest.raises(ValueError, match="steps"):
+        linreg.gd_filter(1.0, 0.1, 1.5)
+    with pytest.raises(ValueError, match="steps"):
+        linreg.gd_filter(1.0, 0.1, -1)
+    with pytest.raises(ValueError, match="lr"):
+        linreg.gd_filter(1.0, 0.0, 1)
+    with pytest.raises(ValueError, match="lam"):
+        linreg.ridge_filter(1.0, 0.0)
+    with pytest.raises(ValueError, match="exactly one"):
+        linreg.gd_risk(X, 1.0, 0.01, 5)
+    with pytest.raises(ValueError, match="exactly one"):
+        linreg.gd_risk(X, 1.0, 0.01, 5, w=np.ones(3), tau=1.0)
+    with pytest.raises(ValueError, match="w must"):
+        linreg.ridge_risk(X, 1.0, 1.0, w=np.ones(4))
+    with pytest.raises(TypeError, match="callable"):
+        linreg.filter_risk(X, 1.0, 0.5, tau=1.0)
+    with pytest.raises(ValueError, match="full column rank"):
+        linreg.gd_risk(np.ones((6, 2)), 1.0, 0.01, 5, tau=1.0)
+    with pytest.raises(ValueError, match="increasing"):
+        linreg.simulate_gd_risk(X, 1.0, 1.0, 0.01, [5, 3], reps=10)
+    with pytest.raises(ValueError, match="steps"):
+        linreg.gd_early_stopped(X, y, 0.01, -2)

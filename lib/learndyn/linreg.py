@@ -8,6 +8,11 @@ Theory (closed forms, float64): `ols_risk_theory`, `ols_risk_fixed` (eq. `eq-lin
 (eq. `eq-linreg-bayes-risk`, the minimax lower bound of Theorem `thm-linreg-risk`), `gd_limit`
 (eq. `eq-linreg-gd-limit`), `gd_stability_threshold`. Simulators they are checked against: `simulate_ols_risk`,
 `simulate_bayes_risk`, `gd_least_squares`. References: Lehmann & Casella (1998), Muirhead (1982).
+
+Stein's paradox (Ch 1, eq. `eq-linreg-js-risk`): `james_stein`, `james_stein_risk`, `simulate_james_stein_risk`.
+Early stopping as ridge (Ch 1, eqs. `eq-linreg-gd-filter`, `eq-linreg-filter-risk`; Ali, Kolter & Tibshirani
+2019): `gd_filter`, `ridge_filter`, `filter_risk`, `gd_risk`, `ridge_risk`, `gd_early_stopped`, simulated by
+`simulate_gd_risk`.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from .core import DivergenceError, as_int, as_positive
 
 __all__ = ["ols", "ols_risk_theory", "ols_risk_fixed", "simulate_ols_risk", "bayes_risk", "posterior_mean",
            "simulate_bayes_risk", "gd_least_squares", "gd_stability_threshold", "gd_limit", "min_norm_solution",
-           "orthogonal_design"]
+           "orthogonal_design", "james_stein", "james_stein_risk", "simulate_james_stein_risk", "gd_filter",
+           "ridge_filter", "filter_risk", "gd_risk", "ridge_risk", "gd_early_stopped", "simulate_gd_risk"]
 
 Design = Literal["gaussian", "orthogonal"]
 
@@ -194,6 +200,174 @@ def min_norm_solution(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The minimum-norm least-squares solution X^+ y (pseudo-inverse, via the SVD); for n < d it interpolates."""
     X, y = _validate_xy(X, y)
     return np.linalg.lstsq(X, y, rcond=None)[0]
+
+
+# --- Stein's paradox ---------------------------------------------------------------------------------------------
+def james_stein(w_hat: np.ndarray, noise_var: float) -> np.ndarray:
+    """James-Stein estimator (1 - (d - 2) v / ||w_hat||^2) w_hat of the mean of w_hat ~ N(w, v I_d) (Ch 1).
+
+    For the orthogonal design, w_hat is OLS and v = sigma^2 / n. `w_hat` may carry leading batch axes (..., d).
+    """
+    w_hat = np.asarray(w_hat, dtype=float)
+    noise_var = as_positive("noise_var", noise_var)
+    if w_hat.ndim == 0 or w_hat.shape[-1] < 3:
+        raise ValueError(f"w_hat must have shape (..., d) with d >= 3 (Stein shrinkage needs d >= 3); "
+                         f"got {w_hat.shape}")
+    if not np.all(np.isfinite(w_hat)):
+        raise ValueError("w_hat must be finite (found NaN or inf)")
+    d = w_hat.shape[-1]
+    sq = np.sum(w_hat**2, axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(sq > 0, 1.0 - (d - 2) * noise_var / sq, 0.0)
+    return factor * w_hat
+
+
+def james_stein_risk(w_norm: float | np.ndarray, d: int, noise_var: float) -> np.ndarray:
+    """E ||w_JS - w||^2 for w_hat ~ N(w, v I_d), eq. `eq-linreg-js-risk` (Ch 1):
+
+        v [d - (d - 2)^2 E 1/Q],  Q = ||w_hat||^2 / v ~ noncentral chi^2_d(||w||^2 / v),
+        E 1/Q = sum_j Poisson(j; ||w||^2 / (2 v)) / (d - 2 + 2 j),
+
+    the Poisson mixture of central chi^2_{d+2j}. At w = 0 it is 2 v, for every w below the OLS risk d v
+    (Stein 1956; James & Stein 1961). `w_norm` broadcasts.
+    """
+    from scipy import stats
+
+    d = as_int("d", d, minimum=3)
+    v = as_positive("noise_var", noise_var)
+    w_norm = np.asarray(w_norm, dtype=float)
+    if np.any(~np.isfinite(w_norm)) or np.any(w_norm < 0):
+        raise ValueError(f"w_norm must be finite and >= 0; got {w_norm}")
+    inv_q = np.empty(w_norm.shape)
+    for idx, wn in np.ndenumerate(w_norm):
+        mean = wn**2 / (2 * v)  # Poisson mean; its weight beyond 12 standard deviations (+ 40) is below 1e-16
+        j = np.arange(int(max(0.0, mean - 12 * np.sqrt(mean) - 40)), int(mean + 12 * np.sqrt(mean + 1) + 40) + 1)
+        inv_q[idx] = np.sum(stats.poisson.pmf(j, mean) / (d - 2 + 2 * j))
+    return v * (d - (d - 2) ** 2 * inv_q)
+
+
+def simulate_james_stein_risk(w: np.ndarray, noise_var: float, reps: int, seed: int = 0,
+                              batch: int = 100_000) -> tuple[float, float]:
+    """Monte Carlo risk of `james_stein` at the true mean w: w_hat = w + sqrt(v) z; returns (mean, std. error)."""
+    w = np.asarray(w, dtype=float)
+    if w.ndim != 1 or w.size < 3 or not np.all(np.isfinite(w)):
+        raise ValueError(f"w must be a finite vector with d >= 3 entries; got shape {w.shape}")
+    noise_var = as_positive("noise_var", noise_var)
+    reps, batch = as_int("reps", reps, minimum=2), as_int("batch", batch, minimum=1)
+    rng = np.random.default_rng(seed)
+    losses = []
+    for start in range(0, reps, batch):
+        w_hat = w + np.sqrt(noise_var) * rng.standard_normal((min(batch, reps - start), w.size))
+        losses.append(np.sum((james_stein(w_hat, noise_var) - w) ** 2, axis=1))
+    err = np.concatenate(losses)
+    return float(err.mean()), float(err.std(ddof=1) / np.sqrt(reps))
+
+
+# --- early stopping as ridge ---------------------------------------------------------------------------------------
+def gd_filter(s: float | np.ndarray, lr: float, steps: int | np.ndarray) -> np.ndarray:
+    """Spectral filter of k steps of GD from 0, 1 - (1 - lr s)^k, eq. `eq-linreg-gd-filter` (Ch 1). Broadcasts."""
+    lr = as_positive("lr", lr)
+    s, k = np.asarray(s, dtype=float), np.asarray(steps)
+    if not np.issubdtype(k.dtype, np.integer) or np.any(k < 0):
+        raise ValueError(f"steps must be non-negative integers; got {steps!r}")
+    if np.any(s < 0) or not np.all(np.isfinite(s)):
+        raise ValueError("s (eigenvalues of X^T X) must be finite and >= 0")
+    return 1.0 - (1.0 - lr * s) ** k
+
+
+def ridge_filter(s: float | np.ndarray, lam: float | np.ndarray) -> np.ndarray:
+    """Spectral filter of ridge regression, s / (s + lam), eq. `eq-linreg-ridge-filter` (Ch 1). Broadcasts."""
+    s, lam = np.asarray(s, dtype=float), np.asarray(lam, dtype=float)
+    if np.any(s < 0) or not np.all(np.isfinite(s)):
+        raise ValueError("s (eigenvalues of X^T X) must be finite and >= 0")
+    if np.any(lam <= 0) or not np.all(np.isfinite(lam)):
+        raise ValueError(f"lam must be finite and > 0; got {lam}")
+    return s / (s + lam)
+
+
+def filter_risk(X: np.ndarray, sigma: float, filt, *, w: np.ndarray | None = None,
+                tau: float | None = None) -> np.ndarray:
+    """Risk of the spectral estimator V diag(f(s_i)/s_i) V^T X^T y, eq. `eq-linreg-filter-risk` (Ch 1).
+
+    `filt(s)` maps the eigenvalues s (shape (d,), positive) of X^T X to filter values of shape (..., d).
+    With the true w:          sum_i (1 - f_i)^2 (v_i^T w)^2 + sigma^2 sum_i f_i^2 / s_i.
+    Averaged over w ~ N(0, tau^2 I): sum_i tau^2 (1 - f_i)^2 + sigma^2 f_i^2 / s_i (minimised by ridge,
+    f_i = s_i / (s_i + sigma^2/tau^2), where it equals `bayes_risk`). Exactly one of w, tau. Needs full column rank.
+    """
+    X = _validate_design(X)
+    sigma = as_positive("sigma", sigma)
+    if (w is None) == (tau is None):
+        raise ValueError("give exactly one of w (the true weights) or tau (the prior scale)")
+    if not callable(filt):
+        raise TypeError(f"filt must be a callable s -> f(s); got {type(filt).__name__}")
+    _require_full_rank(X)
+    s, V = np.linalg.eigh(X.T @ X)
+    f = np.asarray(filt(s), dtype=float)
+    if f.shape[-1:] != s.shape:
+        raise ValueError(f"filt(s) must end in the axis of the {s.size} eigenvalues; got shape {f.shape}")
+    if tau is not None:
+        signal = as_positive("tau", tau) ** 2 * np.ones_like(s)
+    else:
+        w = np.asarray(w, dtype=float)
+        if w.shape != s.shape or not np.all(np.isfinite(w)):
+            raise ValueError(f"w must be a finite vector of shape {s.shape}; got {w.shape}")
+        signal = (V.T @ w) ** 2
+    return np.sum(signal * (1 - f) ** 2 + sigma**2 * f**2 / s, axis=-1)
+
+
+def gd_risk(X: np.ndarray, sigma: float, lr: float, steps: int | np.ndarray, *, w: np.ndarray | None = None,
+            tau: float | None = None) -> np.ndarray:
+    """Risk of k steps of GD from 0 on 1/2 ||X w - y||^2 (early stopping), eqs. `eq-linreg-gd-filter` and
+    `eq-linreg-filter-risk` (Ch 1); `steps` broadcasts (an array of k gives the curve against k)."""
+    k = np.asarray(steps)[..., None]
+    return filter_risk(X, sigma, lambda s: gd_filter(s, lr, k), w=w, tau=tau)
+
+
+def ridge_risk(X: np.ndarray, sigma: float, lam: float | np.ndarray, *, w: np.ndarray | None = None,
+               tau: float | None = None) -> np.ndarray:
+    """Risk of ridge regression (X^T X + lam I)^{-1} X^T y, eq. `eq-linreg-filter-risk` with s/(s+lam); `lam`
+    broadcasts. Averaged over w ~ N(0, tau^2 I) at lam = sigma^2/tau^2 it is the Bayes risk `bayes_risk`."""
+    lam = np.asarray(lam, dtype=float)[..., None]
+    return filter_risk(X, sigma, lambda s: ridge_filter(s, lam), w=w, tau=tau)
+
+
+def gd_early_stopped(X: np.ndarray, y: np.ndarray, lr: float, steps: int) -> np.ndarray:
+    """Closed form of k GD steps from 0 on 1/2 ||X w - y||^2: V diag(phi_k(s_i) / sqrt(s_i)) U^T y with the SVD
+    X = U diag(sqrt(s)) V^T and phi_k = `gd_filter`, eq. `eq-linreg-gd-filter` (Ch 1). Any rank."""
+    X, y = _validate_xy(X, y)
+    steps = as_int("steps", steps, minimum=0)
+    U, sv, Vt = np.linalg.svd(X, full_matrices=False)
+    keep = sv > sv.max(initial=0.0) * max(X.shape) * np.finfo(float).eps
+    U, sv, Vt = U[:, keep], sv[keep], Vt[keep]
+    return Vt.T @ (gd_filter(sv**2, lr, steps) / sv * (U.T @ y))
+
+
+def simulate_gd_risk(X: np.ndarray, sigma: float, tau: float, lr: float, steps: np.ndarray | list[int],
+                     reps: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo risk of early-stopped GD, averaged over w ~ N(0, tau^2 I) and the noise: `reps` runs of GD from 0,
+    batched, recorded after each number of steps in `steps`; returns (means, standard errors), one per entry."""
+    X = _validate_design(X)
+    sigma, tau, lr = as_positive("sigma", sigma), as_positive("tau", tau), as_positive("lr", lr)
+    reps = as_int("reps", reps, minimum=2)
+    ks = np.asarray(steps)
+    if ks.ndim != 1 or ks.size == 0 or not np.issubdtype(ks.dtype, np.integer) or np.any(np.diff(ks) <= 0) \
+            or ks[0] < 0:
+        raise ValueError(f"steps must be a non-empty increasing list of non-negative integers; got {steps!r}")
+    rng = np.random.default_rng(seed)
+    w = tau * rng.standard_normal((reps, X.shape[1]))  # (reps, d)
+    Xty = (w @ X.T + sigma * rng.standard_normal((reps, X.shape[0]))) @ X  # (reps, d): X^T y per run
+    XtX, W = X.T @ X, np.zeros_like(w)
+    means, ses, k = [], [], 0
+    for target in ks:
+        for _ in range(int(target) - k):
+            W = W - lr * (W @ XtX - Xty)
+        k = int(target)
+        if not np.all(np.isfinite(W)):
+            raise DivergenceError(f"gradient descent diverged by step {k} (lr={lr:g})")
+        err = np.sum((W - w) ** 2, axis=1)
+        means.append(err.mean())
+        ses.append(err.std(ddof=1) / np.sqrt(reps))
+    return np.array(means), np.array(ses)
 
 
 # ---------------------------------------------------------------------------------------------------------------
