@@ -207,16 +207,30 @@ def test_theory_functions_broadcast_and_mean_equals_rescaled_sum(fast):
     np.testing.assert_allclose(ib.asymptotic_w(1.0, mm, wt[0]), wt[0])
     assert ib.stability_limit(Z) == pytest.approx(2 / np.linalg.eigvalsh(Z.T @ Z)[-1])
     assert ib.stability_limit(Z, "logistic", "mean") == pytest.approx(8 * len(Z) / np.linalg.eigvalsh(Z.T @ Z)[-1])
+    R2 = np.max(np.sum(Z**2, axis=1))
+    assert ib.descent_step_limit(Z) == pytest.approx(2 / (len(Z) * R2))
+    w1 = 0.1 * Z.sum(0)
+    assert ib.descent_step_limit(Z, w0=w1) == pytest.approx(2 / (np.exp(-Z @ w1).sum() * R2))
+    assert ib.descent_step_limit(Z, "logistic", "mean") == pytest.approx(ib.stability_limit(Z, "logistic", "mean"))
 
 
 # -------------------------------------------------------------------------------------------------- bad input
 def test_bad_input_names_the_argument(fast):
     Z, mm = fast
-    limit = ib.stability_limit(Z)
     cases = [
         (lambda: ib.gd_separable(Z, 0.0, 10), "etas"),
         (lambda: ib.gd_separable(Z, -0.1, 10), "etas"),
-        (lambda: ib.gd_separable(Z, 1.01 * limit, 10), f"{limit:.6g}"),
+        (lambda: ib.gd_separable(Z, np.inf, 10), "etas"),
+        (lambda: ib.descent_step_limit(Z, loss="hinge"), "loss"),
+        (lambda: ib.descent_step_limit(Z, w0=np.zeros(3)), "w0"),
+        (lambda: ib.gd_loss_bound(np.array([1, 2]), 1.0, 24.0, 0.3), "eta"),
+        (lambda: ib.gd_loss_bound(np.array([-1]), 0.01, 24.0, 0.3), "k"),
+        (lambda: ib.margin_bounds(0.0, 24, 0.3), "r"),
+        (lambda: ib.flow_log_time(Z, np.array([2.0, 1.0]), mm), "increasing"),
+        (lambda: ib.normalized_gd(Z, -1.0, 10, mm=mm), "eta0"),
+        (lambda: ib.normalized_gd(Z, 1.0, 10, power=-1.0, mm=mm), "power"),
+        (lambda: ib.expansion_constants(Z, mm, np.zeros(3)), "w_tilde"),
+        (lambda: ib.separable_with_svs(n=2, exact=True), "exact"),
         (lambda: ib.gd_separable(Z, 0.1, 10, loss="hinge"), "loss"),
         (lambda: ib.gd_separable(Z, 0.1, 10, reduction="max"), "reduction"),
         (lambda: ib.gd_separable(Z, 0.1, 10, w0=np.zeros(3)), "w0"),
@@ -239,3 +253,109 @@ def test_bad_input_names_the_argument(fast):
     with pytest.raises(TypeError, match="T"):
         ib.gd_separable(Z, 0.1, 10.5)
 
+
+
+# ------------------------------------------------------------------------------- rates, log time, new bounds
+def test_large_steps_above_the_stability_limit_are_accepted_and_converge(fast):
+    Z, mm = fast
+    eta = 2.0 * ib.stability_limit(Z)
+    hist = ib.gd_separable(Z, eta, 5_000, np.array([1, 100, 5_000]), mm=mm)
+    assert np.all(np.diff(hist["loss"][1:, 0]) < 0) and hist["angle_gap"][-1, 0] < 0.1
+    assert eta < ib.descent_step_limit(Z, w0=hist["w"][1, 0])  # inside the provable condition from step 1 on
+
+
+def test_residual_matrix_has_the_time_shift_mode_and_the_2d_determinant(fast):
+    Z, mm = fast
+    H = ib.residual_matrix(Z, mm)
+    np.testing.assert_allclose(H @ mm.w_hat, mm.w_hat, atol=1e-12)
+    mu, m2, expo = ib.residual_exponent(Z, mm)
+    S = mm.support
+    assert mu == pytest.approx(np.prod(mm.alpha[S]) * np.linalg.det(Z[S]) ** 2, rel=1e-12)
+    assert mu == pytest.approx(0.6805, abs=1e-4) and m2 == pytest.approx(ib.second_margin(Z, mm))
+    assert expo == pytest.approx(min(mu, m2 - 1))
+    Zw = ib.wedge_dataset()
+    assert ib.residual_exponent(Zw, ib.max_margin(Zw))[0] < 0.1  # nearly parallel support vectors
+
+
+def test_flow_log_time_matches_an_ordinary_time_solve_and_the_closed_form(fast):
+    Z, mm = fast
+    t = np.array([0.5, 1.0, 10.0, 200.0])
+    sol = solve_ivp(lambda _, w: np.exp(-Z @ w) @ Z, (0, t[-1]), np.zeros(2), method="DOP853", t_eval=t,
+                    rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ib.flow_log_time(Z, t, mm), sol.y.T - np.log(t)[:, None] * mm.w_hat, atol=1e-8)
+    Zu = np.tile([[0.6, 0.8]], (3, 1))  # one unit vector: w(t) = z ln(1 + 3 t), exactly
+    mmu = ib.max_margin(Zu)
+    tt = np.exp(np.array([5.0, 40.0]))
+    np.testing.assert_allclose(ib.flow_log_time(Zu, tt, mmu), np.outer(np.log1p(3 * tt) - np.log(tt), [0.6, 0.8]),
+                               atol=1e-9)
+    e = ib.flow_log_time(Z, np.exp([25.0]), mm)[0] - ib.soudry_w_tilde(Z, mm, 1.0)
+    assert np.linalg.norm(e) < 2e-6  # the residual has died out (1.07e-6 ~ 2.3 e^{-0.68 x 25})
+
+
+def test_expansion_constants_against_the_flow(fast):
+    Z, mm = fast
+    wt1 = ib.soudry_w_tilde(Z, mm, 1.0)
+    const = ib.expansion_constants(Z, mm, wt1)
+    assert const["margin"] > 0
+    np.testing.assert_allclose(ib.expansion_constants(Z, mm, ib.soudry_w_tilde(Z, mm, 0.1))["shift"],
+                               const["shift"] + np.log(0.1), atol=1e-12)
+    s = 30.0
+    w = s * mm.w_hat + ib.flow_log_time(Z, np.exp([s]), mm)[0]
+    gap = np.linalg.norm(w / np.linalg.norm(w) - mm.w_hat / np.linalg.norm(mm.w_hat))
+    sig = s + const["shift"]
+    assert gap * sig == pytest.approx(const["angle"], rel=1e-3)
+
+
+def test_gd_loss_bound_holds_and_tends_to_the_flow_bound(fast):
+    Z, mm = fast
+    n, R = len(Z), np.linalg.norm(Z, axis=1).max()
+    for eta in np.array([0.25, 1.0, 1.9]) / n:
+        hist = ib.gd_separable(Z, eta, 5_000, 20, mm=mm)
+        B = ib.gd_loss_bound(hist.steps, eta, n, mm.gamma, R)
+        assert np.all(hist["loss"][:, 0] <= B * (1 + 1e-12))
+    big = ib.gd_loss_bound(np.array([0, 10**6]), 0.01, float(n), mm.gamma, R)
+    assert big[0] == n
+    assert big[1] * (1 / n + mm.gamma**2 * 0.01 * 10**6) == pytest.approx(1.0, rel=2e-3)
+
+
+def test_norm_bounds_use_the_better_upper_bound():
+    t = np.array([1e-3, 1e4])
+    lo, up = ib.gf_norm_bounds(t, 5.0, 0.5, 5)
+    first, second = np.log1p(0.25 * 5 * t) / 0.25, np.log1p(5 * t) / 0.5
+    np.testing.assert_allclose(up, np.minimum(first, second))
+    assert up[0] == first[0] and up[1] == second[1]
+
+
+def test_margin_bounds_hold_along_the_flow(fast):
+    Z, mm = fast
+    s = np.linspace(0.0, 20.0, 41)
+    w = np.outer(s, mm.w_hat) + ib.flow_log_time(Z, np.exp(s), mm)
+    r = np.linalg.norm(w, axis=1)
+    u = w / r[:, None]
+    mg, ag = ib.margin_bounds(r, len(Z), mm.gamma)
+    assert np.all(mm.gamma - np.min(u @ Z.T, axis=1) <= mg)
+    assert np.all(np.linalg.norm(u - mm.w_hat * mm.gamma, axis=1) <= ag)
+
+
+def test_normalized_gd_matches_a_loop_and_follows_the_flow_path(fast):
+    Z, mm = fast
+    h = ib.normalized_gd(Z, 1.0, 300, np.array([300]), mm=mm)
+    w = np.zeros(2)
+    for j in range(300):
+        L = np.exp(-Z @ w).sum()
+        w = w + 1.0 / (L * np.sqrt(j + 1)) * (np.exp(-Z @ w) @ Z)
+    np.testing.assert_allclose(h.final["w"][0], w, rtol=1e-10)
+    h = ib.normalized_gd(Z, 2.0, 5_000, np.array([5_000]), mm=mm)
+    s = np.linspace(1.0, 60.0, 3000)
+    wp = np.outer(s, mm.w_hat) + ib.flow_log_time(Z, np.exp(s), mm)
+    rp = np.linalg.norm(wp, axis=1)
+    gp = np.linalg.norm(wp / rp[:, None] - mm.w_hat * mm.gamma, axis=1)
+    assert h["angle_gap"][-1, 0] == pytest.approx(np.interp(h["norm"][-1, 0], rp, gp), rel=1e-2)
+
+
+def test_exact_second_margin():
+    for m in (1.3, 1.9):
+        Z = ib.separable_with_svs(n=6, margin_ratio=m, exact=True)
+        mm = ib.max_margin(Z)
+        assert ib.second_margin(Z, mm) == pytest.approx(m, abs=1e-9)
+        assert np.all(np.linalg.norm(Z, axis=1) <= 1) and list(mm.support) == [0, 1]
