@@ -1,6 +1,8 @@
 """Unit tests of `learndyn.large_stepsize` (Ch 7): the stable loss and gradient against a naive formula and torch
 autograd, the smoothness constant against the exact Hessian, the edge-of-stability bound on random instances, the
-stable-phase lemma as a property test over 10^4 seeded instances, fast versions of V7.1-V7.5, and bad input."""
+stable-phase lemma as a property test over 10^4 seeded instances, fast versions of the chapter's checks, the
+total-potential, exit and rate theorems along GD runs, the flow reference, the sharpness, the large-n bench script
+at a tiny size, and bad input."""
 
 from __future__ import annotations
 
@@ -217,19 +219,22 @@ def test_v74_lemma_along_gd_runs(data):
         assert np.all(L[s + 1:] <= L[s:-1] - 0.58 * eta * g2[s:-1] + 1e-15)
 
 
-def test_v75_rates_in_the_window(data):
-    Z, _, gamma, beta = data
-    Ts = np.array([250, 500, 1000, 2000])
-    L_cl, slope_cl = ls.rate_sweep(Z, Ts, lambda T: 1 / beta, device="cpu")
-    L_big, slope_big = ls.rate_sweep(Z, Ts, lambda T: T / 20, device="cpu")
-    assert -1.1 <= slope_cl <= -0.9 and -2.3 <= slope_big <= -1.8
-    C_cl = gamma**2 * (1 / beta) * Ts * L_cl
-    C_big = gamma**2 * (Ts / 20) * Ts * L_big
-    assert np.all((C_cl >= 0.5) & (C_cl <= 1.05)) and np.all(C_big <= 1.05)
-    assert np.all(L_big / L_cl <= 1.1 * (1 / beta) / (Ts / 20))
+def test_acceleration_beyond_the_classical_limit_on_a_held_out_seed():
+    Z = ls.narrow_margin_2d(seed=10)
+    beta = ls.smoothness(Z)
+    Ts = np.array([2000, 4000, 8000])
+    assert np.all(Ts / 40 > 2 / beta)  # every large step is beyond the classical limit
+    L_cl, _ = ls.rate_sweep(Z, Ts, lambda T: 1.9 / beta, device="cpu")
+    L_big, _ = ls.rate_sweep(Z, Ts, lambda T: T / 40, device="cpu")
+    assert np.all(L_cl / L_big >= 0.95 * (Ts / 40) / (1.9 / beta))  # the gain, as in the chapter
+    # after the strong entry, GD is the gradient flow at time eta (T - s')
+    h = ls.gd_logistic(Z, 100.0, 4000, device="cpu")
+    sp = ls.stable_entry(h["loss"][:, 0], 100.0, n=len(Z))
+    w_flow = ls.gradient_flow_logistic(Z, h["w"][sp, 0], [100.0 * (4000 - sp)])[-1]
+    assert h["loss"][-1, 0] == pytest.approx(ls.logistic_loss(Z, w_flow), rel=2e-3)
     # the batched sweep reads the same numbers as a single run
-    single = ls.gd_logistic(Z, 1000 / 20, 1000, device="cpu", record="loss")["loss"][-1, 0]
-    assert L_big[2] == pytest.approx(single, rel=1e-12)
+    single = ls.gd_logistic(Z, 4000 / 40, 4000, device="cpu", record="loss")["loss"][-1, 0]
+    assert L_big[1] == pytest.approx(single, rel=1e-12)
 
 
 # --- bad input --------------------------------------------------------------------------------------------------
@@ -279,3 +284,142 @@ def test_divergence_is_reported_with_its_step():
     losses = np.array([[0.7, 0.7], [0.5, np.inf], [np.nan, np.nan]])
     with pytest.raises(DivergenceError, match="step 1 .*eta=50"):
         ls._raise_if_diverged(losses, np.array([1.0, 50.0]))
+
+
+# --- Theorems thm-wu-potential, thm-wu-exit, thm-wu-rate; flow reference; sharpness -----------------------------
+def test_gradient_potential_bound_formula_domain_and_runs(data):
+    Z, w_hat, gamma, _ = data
+    t, eta = 500.0, 40.0
+    x = gamma**2 * eta * t
+    theta = np.log(x) / gamma
+    expected = ((theta + eta / gamma) ** 2 + 2 * eta * t * np.exp(-theta * gamma)) / eta**2  # telescoped right side
+    assert ls.gradient_potential_bound(t, eta, gamma) == pytest.approx(expected, rel=1e-12)
+    assert np.isinf(ls.gradient_potential_bound(1.0, 1.0, 0.5))  # gamma^2 eta t < 1
+    # large eta: about 1 / gamma^2 (the perceptron scale)
+    assert ls.gradient_potential_bound(1e4, 1e6, 0.1) == pytest.approx(100.0, rel=1e-4)
+    etas = np.array([2.0, 50.0, 500.0])
+    h = ls.gd_logistic(Z, etas, 3000, device="cpu", record="loss")
+    tt = np.arange(1, 3001)[:, None]
+    mass = np.cumsum(h["G"][:-1], axis=0)
+    bound = ls.gradient_potential_bound(tt, etas, gamma)
+    assert np.all(mass <= bound)
+    with pytest.raises(ValueError, match="eta"):
+        ls.gradient_potential_bound(10, -1.0, 0.1)
+    with pytest.raises(ValueError, match="gamma"):
+        ls.gradient_potential_bound(10, 1.0, 0.0)
+
+
+def test_gd_records_the_gradient_potential(data):
+    Z, *_ = data
+    h = ls.gd_logistic(Z, [3.0, 80.0], 40, device="cpu")
+    np.testing.assert_allclose(h["G"], ls.gradient_potential(Z, h["w"]), rtol=1e-12)
+    assert np.all(np.sqrt(h["grad_norm2"]) <= h["G"] * (1 + 1e-12))  # ||grad L|| <= G
+    assert np.all(h["G"] <= np.minimum(1.0, h["loss"]) * (1 + 1e-12))  # G <= min(1, L)
+
+
+@pytest.mark.parametrize("eta,n", [(0.5, 10), (20.0, 32), (300.0, 32), (5000.0, 4)])
+def test_exit_step_bound_is_the_first_certified_step(eta, n):
+    gamma = 0.05
+    t_star = ls.exit_step_bound(eta, gamma, n)
+    eps = min(1 / (4 * np.log(2) * eta), 1 / (2 * n))
+    B = ls.gradient_potential_bound
+    assert t_star * eps > B(t_star, eta, gamma)
+    assert t_star == max(1, int(np.ceil(1 / (gamma**2 * eta)))) or (t_star - 1) * eps <= B(t_star - 1, eta, gamma)
+    if eta >= 300:  # eta dominates the logarithm: about max(4 ln2 eta, 2n) / gamma^2
+        assert t_star == pytest.approx(max(4 * np.log(2) * eta, 2 * n) / gamma**2, rel=0.2)
+
+
+def test_exit_theorem_and_rates_on_gd_runs(data):
+    Z, _, gamma, _ = data
+    n = len(Z)
+    etas = np.array([5.0, 40.0, 300.0])
+    L = ls.gd_logistic(Z, etas, 6000, device="cpu", record="loss")["loss"]
+    for j, eta in enumerate(etas):
+        sp = ls.stable_entry(L[:, j], eta, n=n)
+        s = ls.stable_entry(L[:, j], eta)
+        assert sp is not None and s <= sp < ls.exit_step_bound(eta, gamma, n)
+        t = np.arange(0, 6001 - sp)
+        assert np.all(L[sp:, j] <= ls.stable_rate_bound(t, L[sp, j], eta, gamma) * (1 + 1e-12))
+        t = np.arange(0, 6001 - s)
+        assert np.all(L[s:, j] >= ls.stable_rate_lower(t, L[s, j], eta) * (1 - 1e-12))
+        assert ls.last_increase(L[:, j]) <= s
+
+
+def test_rate_bounds_closed_forms_and_bad_input():
+    a = (1 - np.exp(0.5) / 4) / (2 * np.log(2)) ** 2
+    assert ls.RATE_CONSTANT == pytest.approx(a, rel=1e-15) and 1 / a == pytest.approx(3.27, abs=0.005)
+    assert ls.stable_rate_bound(10.0, 0.01, 20.0, 0.1) == pytest.approx(1 / (100 + a * 0.01 * 20 * 10), rel=1e-14)
+    assert ls.stable_rate_lower(10.0, 0.01, 20.0) == pytest.approx(1 / (100 + 200 / 0.8), rel=1e-14)
+    assert ls.stable_rate_bound(0.0, 0.3, 1.0, 0.5) == pytest.approx(0.3)  # t = 0: L_s itself
+    with pytest.raises(ValueError, match="1/2"):
+        ls.stable_rate_lower(1.0, 0.1, 10.0)
+    with pytest.raises(ValueError, match="L_s"):
+        ls.stable_rate_bound(1.0, -0.1, 1.0, 0.5)
+    with pytest.raises(ValueError, match="t "):
+        ls.stable_rate_lower(-1.0, 0.01, 1.0)
+    with pytest.raises(ValueError, match="n must"):
+        ls.exit_step_bound(1.0, 0.1, 0)
+    with pytest.raises(ValueError, match="gamma"):
+        ls.exit_step_bound(1.0, 1.5, 3)
+
+
+def test_stable_entry_strong_and_last_increase():
+    losses = np.array([0.7, 2.0, 0.3, 0.04, 0.01, 0.001])
+    assert ls.stable_entry(losses, eta=10.0, n=100) == 5  # ln2 / 100 = 0.0069
+    assert ls.stable_entry(losses, eta=10.0, n=2) == 3
+    assert ls.last_increase(losses) == 1
+    assert ls.last_increase(np.array([3.0, 2.0, 1.0])) == 0
+    with pytest.raises(ValueError, match="losses"):
+        ls.last_increase(np.array([1.0, np.nan]))
+
+
+def test_gradient_flow_matches_small_step_gd_and_the_1d_closed_form(data):
+    Z, *_ = data
+    tau = np.array([10.0, 100.0, 1000.0])
+    w_flow = ls.gradient_flow_logistic(Z, np.zeros(2), tau)
+    eta = 0.01
+    h = ls.gd_logistic(Z, eta, int(tau[-1] / eta), device="cpu", record="all")
+    w_gd = h["w"][(tau / eta).astype(int), 0]
+    np.testing.assert_allclose(w_flow, w_gd, rtol=2e-3)  # Euler error O(eta)
+    # one point: the margin m = 0.5 w_1 obeys dm/dtau = 0.25 expit(-m), solved by e^m + m = 0.25 tau + 1
+    Z1 = np.array([[0.5, 0.0]])
+    w = ls.gradient_flow_logistic(Z1, np.zeros(2), [50.0])[-1]
+    m = 0.5 * w[0]
+    assert np.exp(m) + m == pytest.approx(0.25 * 50 + 1, rel=1e-8)
+    with pytest.raises(ValueError, match="tau"):
+        ls.gradient_flow_logistic(Z, np.zeros(2), [5.0, 1.0])
+    with pytest.raises(ValueError, match="w0"):
+        ls.gradient_flow_logistic(Z, np.zeros((2, 2)), [1.0])
+
+
+def test_sharpness_logistic_against_autograd(data):
+    Z, _, _, beta = data
+    rng = np.random.default_rng(3)
+    W = 5 * rng.standard_normal((6, 2))
+    loss_t = lambda w: torch.nn.functional.softplus(-(torch.tensor(Z) @ w)).mean()  # noqa: E731
+    ref = [np.linalg.eigvalsh(torch.autograd.functional.hessian(loss_t, torch.tensor(w)).numpy())[-1] for w in W]
+    np.testing.assert_allclose(ls.sharpness_logistic(Z, W), ref, rtol=1e-10)
+    assert ls.sharpness_logistic(Z, np.zeros(2)) == pytest.approx(beta, rel=1e-13)
+    assert np.all(ls.sharpness_logistic(Z, W) <= ls.gradient_potential(Z, W) * (1 + 1e-12))  # S <= G
+
+
+def test_bench_wu_large_n_tiny(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "wu_large_n.py"
+    spec = importlib.util.spec_from_file_location("_bench_wu_large_n", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "wu.json"
+    record = mod.main(["--tiny", "--device", "cpu", "--json", str(out)])
+    assert json.loads(out.read_text())["rows"] == record["rows"]
+    rows = record["rows"]
+    assert len(rows) == 5
+    assert all(r["max_mass_over_bound"] <= 1.0 and r["s_strong_below_t_star"] for r in rows)
+    assert any(r["eta_beta_over_2"] > 1 and r["last_increase"] > 0 for r in rows)  # oscillations above 2/beta
+    Z = mod.separable_data(50, 4, 0.1, seed=1)
+    assert np.linalg.norm(Z, axis=1).max() <= 1 + 1e-12 and ls.max_margin(Z)[1] > 0.09
+    with pytest.raises(ValueError, match="d must"):
+        mod.separable_data(10, 1, 0.1)
