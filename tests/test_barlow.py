@@ -1,6 +1,6 @@
 """Unit tests of `learndyn.barlow` (Ch 4): the gradient against autograd, the logistic law against an ODE solver,
 GD on the aligned family against its exact scalar map, step-time predictions, the optimum, bad input, and fast
-versions of the chapter's checks V4.1-V4.4."""
+versions of the chapter's checks (logistic lag, step times, plateaus, final state)."""
 
 from __future__ import annotations
 
@@ -207,3 +207,136 @@ def test_divergence_names_the_step():
     G, _ = barlow.make_gamma([1.0, 0.5], 2, seed=0)
     with pytest.raises(DivergenceError, match="at step"):
         barlow.train_barlow_linear(G, np.full((1, 2), 3.0), 5.0, 200, device="cpu")
+
+
+# --- linear-phase criterion, frozen remainder, GD lag ------------------------------------------------------------
+def test_linear_phase_a0_reduces_to_gram_schmidt_for_separated_modes():
+    lam = np.array([1.0, 0.2, 0.04, 0.008, 0.0016, 0.0])
+    G, _ = barlow.make_gamma(lam, 6, seed=0)
+    W0 = barlow.small_init(3, 6, 1e-6, seed=1)
+    np.testing.assert_allclose(barlow.linear_phase_a0(W0, G, 3), barlow.effective_a0(W0, G, 3), rtol=1e-3)
+
+
+def test_linear_phase_a0_against_a_high_precision_eigenvalue():
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 120
+    lam = np.array([1.0, 0.9, 0.8, 0.5, 0.1, -0.2])
+    G, V = barlow.make_gamma(lam, 6, seed=2)
+    W0 = barlow.small_init(3, 6, 1e-4, seed=3)
+    a = barlow.linear_phase_a0(W0, G, 3)
+    w = mpmath.matrix((W0 @ V).tolist())
+    for j in range(3):
+        t = np.log((1 - a[j]) / a[j]) / (8 * lam[j])                  # the crossing time the function solved for
+        D = mpmath.diag([mpmath.mpf(x) * mpmath.exp(8 * mpmath.mpf(x) * mpmath.mpf(t)) for x in lam])
+        mu = sorted(mpmath.eigsy(w * D * w.T, eigvals_only=True), reverse=True)[j]
+        assert abs(float(mu) * (1 + np.exp(-8 * lam[j] * t)) - 1) < 1e-7
+
+
+def test_linear_phase_predicts_gd_with_close_eigenvalues():
+    lam = 0.9 ** np.arange(12.0)
+    G, _ = barlow.make_gamma(lam, 12, seed=4)
+    W0 = barlow.small_init(4, 12, np.array([1e-2, 1e-6]), seed=7)
+    k = barlow.barlow_gd_steps(lam[:4], barlow.linear_phase_a0(W0, G, 4), 2e-3)
+    h = barlow.train_barlow_linear(G, W0, 2e-3, int(1.1 * k.max()), device="cpu")
+    rise = 1 / (8 * 2e-3 * lam[:4])
+    assert np.all(np.abs(barlow.measured_step_times(h) - k) / rise < 0.1)
+
+
+def test_frozen_remainder_against_gd():
+    lam = np.array([1.0, 0.5, 0.25, 0.125, 0.06, 0.03, 0.0, -0.1])
+    G, V = barlow.make_gamma(lam, 8, seed=5)
+    W0 = barlow.small_init(3, 8, np.array([1e-3, 1e-5]), seed=6)
+    k = barlow.barlow_gd_steps(lam[:3], barlow.linear_phase_a0(W0, G, 3), 4e-3)
+    steps = int(2 * k.max())
+    W = barlow.train_barlow_linear(G, W0, 4e-3, steps, record_every=steps, device="cpu").final["W"]
+    measured = np.sum((W @ V[:, 3:]) ** 2, axis=-2)                   # ||w_k||^2, k > d
+    np.testing.assert_allclose(barlow.frozen_remainder(W0, G, 3, 4e-3, steps), measured, rtol=3e-3)
+
+
+def test_lag_max_against_the_gd_map():
+    lam = np.array([1.0, 0.3])
+    a0 = 1e-6 * lam
+    a = barlow.barlow_gd_map(lam, a0, 2e-3, 6000)
+    err = np.abs(a - barlow.barlow_logistic(2e-3 * np.arange(6001)[:, None], lam, a0)).max(axis=0)
+    np.testing.assert_allclose(barlow.barlow_lag_max(lam, a0, 2e-3), err, rtol=1e-3)
+    r = 8 * 2e-3 * lam                                                 # leading order, eq. (ssl2-lag-max)
+    approx = r / 16 * np.log(1 / a0) * (1 - 3 * np.log(2) / np.log(1 / a0))
+    np.testing.assert_allclose(barlow.barlow_lag_max(lam, a0, 2e-3), approx, rtol=5e-3)
+
+
+# --- VICReg and SimCLR ------------------------------------------------------------------------------------------------
+def test_vicreg_gradient_and_modes():
+    lam = np.array([1.0, 0.5, 0.2, 0.0, -0.1])
+    G, V = barlow.make_gamma(lam, 5, seed=1)
+    S = G + 0.3 * np.eye(5)
+    W = np.random.default_rng(2).standard_normal((2, 5))
+    Wt = torch.tensor(W, requires_grad=True)
+    barlow.vicreg_loss(Wt, S, G, beta=0.7).backward()
+    grad = 4 * (W @ S @ W.T - np.eye(2)) @ W @ S + 2 * 0.7 * W @ (2 * (S - G))
+    np.testing.assert_allclose(Wt.grad.numpy(), grad, atol=1e-12)
+    np.testing.assert_allclose(barlow.vicreg_loss(W, S, G, beta=0.7), barlow.vicreg_loss(Wt, S, G, 0.7).item())
+    kappa, a_star, s = barlow.vicreg_modes(S, G, beta=1.0)
+    np.testing.assert_allclose(kappa, 8 * lam, atol=1e-12)            # beta = 1: Barlow Twins' rates
+    np.testing.assert_allclose(a_star, lam / (lam + 0.3), atol=1e-12)
+    np.testing.assert_allclose(barlow.vicreg_modes(S, G, beta=0.0)[0], 8 * (lam + 0.3), atol=1e-12)
+
+
+def test_vicreg_aligned_mode_follows_its_logistic():
+    lam = np.array([1.0, 0.5, 0.25, 0.1])
+    G, V = barlow.make_gamma(lam, 4, seed=3)
+    S = G + 0.2 * np.eye(4)
+    kappa, a_star, s = barlow.vicreg_modes(S, G, beta=1.0)
+    W0 = 1e-3 * V[:, :2].T                                             # aligned, varsigma = 1e-3
+    h = barlow.train_vicreg_linear(S, G, W0, 1e-3, 3000, device="cpu")
+    u = barlow.barlow_gd_map(kappa[:2] / 8, s[:2] * 1e-6 / a_star[:2], 1e-3, 3000)   # exact for the aligned family
+    np.testing.assert_allclose(h["eigC"], u * a_star[:2], atol=1e-12)
+
+
+def test_info_nce_linear_linear_phase_is_two_over_tau_w_gamma():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 4))
+    Xp = X + 0.5 * rng.standard_normal((50, 4))
+    X, Xp = X - X.mean(0), Xp - Xp.mean(0)
+    W = torch.tensor(1e-6 * rng.standard_normal((2, 4)), requires_grad=True)
+    barlow.info_nce_linear(W, torch.tensor(X), torch.tensor(Xp), 0.5).backward()
+    expected = -(2 / 0.5) * W.detach().numpy() @ barlow.gamma_matrix(X, Xp)
+    np.testing.assert_allclose(W.grad.numpy(), expected, rtol=1e-6, atol=1e-16)
+    h = barlow.train_simclr_linear(X, Xp, W.detach().numpy(), 0.01, 3, tau=0.5, device="cpu")
+    assert h["eigC"].shape == (4, 2) and h["modes"].shape == (4, 4)
+
+
+def test_new_functions_reject_bad_input():
+    G, _ = barlow.make_gamma([1.0, 0.5, -0.2], 3, seed=0)
+    W0 = barlow.small_init(2, 3, 1e-3)
+    with pytest.raises(ValueError, match="positive eigenvalues"):
+        barlow.linear_phase_a0(barlow.small_init(3, 3, 1e-3), G, 3)
+    with pytest.raises(ValueError, match="rows but d"):
+        barlow.frozen_remainder(W0, G, 1, 1e-3, 10)
+    with pytest.raises(ValueError, match="lr"):
+        barlow.barlow_lag_max(1.0, 1e-6, -1.0)
+    with pytest.raises(ValueError, match="a0"):
+        barlow.barlow_lag_max(1.0, 0.7, 1e-3)
+    with pytest.raises(ValueError, match="commute"):
+        barlow.vicreg_modes(_random_gamma(3, 1), G)
+    with pytest.raises(ValueError, match="tau"):
+        barlow.train_simclr_linear(np.ones((4, 3)), np.ones((4, 3)), W0, 1e-3, 2, tau=0.0)
+    with pytest.raises(ValueError, match="W0"):
+        barlow.train_vicreg_linear(G + np.eye(3), G, np.ones(3), 1e-3, 2)
+
+
+def test_dual_gd_equals_primal_gd():
+    rng = np.random.default_rng(8)
+    n, M = 20, 7
+    F, Fp = rng.standard_normal((n, M)), rng.standard_normal((n, M))
+    F, Fp = F + Fp, F + 0.5 * Fp                                        # correlated views
+    A = np.vstack([F, Fp])
+    G = barlow.gamma_matrix(F, Fp)
+    B0 = 1e-2 * rng.standard_normal((2 * n, 2))
+    hd = barlow.train_barlow_dual(A @ A.T, B0, 5e-3, 200, record_every=50, device="cpu")
+    hp = barlow.train_barlow_linear(G, B0.T @ A, 5e-3, 200, record_every=50, device="cpu")
+    np.testing.assert_allclose(hd["eigC"], hp["eigC"], atol=1e-12)
+    np.testing.assert_allclose(A @ A.T @ hd.final["B"], A @ hp.final["W"].T, atol=1e-12)
+    with pytest.raises(ValueError, match="K must be"):
+        barlow.train_barlow_dual(np.ones((3, 3)), B0, 1e-3, 2)
+    with pytest.raises(ValueError, match="B0"):
+        barlow.train_barlow_dual(A @ A.T, B0[:5], 1e-3, 2)

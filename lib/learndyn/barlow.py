@@ -8,8 +8,15 @@ strength a_j = lambda_j ||W v_j||^2 follows the logistic law da/dt = 8 lambda_j 
 
 Time: GD step k is compared with gradient-flow time t = lr * k ("our normalisation": Simon et al. (2023) scale
 loss and time differently, so their time constants differ from ours by a constant factor).
+Also: the linear-phase criterion for the step times (eq. `eq-ssl2-linear-phase`), the frozen remainder of the
+lower modes (eq. `eq-ssl2-frozen`), GD's largest lag (eq. `eq-ssl2-lag-max`), and linear VICReg and SimCLR
+(eqs. `eq-ssl2-vicreg`, `eq-ssl2-simclr`).
 Theory: numpy, float64, broadcasting over leading axes. Simulators: torch, float64, batched on a leading axis B,
-on `device`. The lead re-exports this module from `learndyn.ssl`.
+on `device`.
+
+Where the code lives: everything Chapter 4 needs is in this module, and Chapter 4 and `learndyn.exercises` call it
+as `learndyn.barlow` (`ld.barlow.*`). `learndyn.ssl` (Chapter 3) re-exports these names only so that older code
+written as `ld.ssl.barlow_*` keeps working.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
+from scipy.optimize import brentq
 
 from .core import (
     History,
@@ -40,21 +48,30 @@ __all__ = [
     "barlow_time",
     "barlow_gd_map",
     "barlow_gd_steps",
+    "barlow_lag_max",
     "effective_a0",
     "barlow_step_times",
+    "linear_phase_a0",
+    "frozen_remainder",
     "barlow_optimum",
     "aligned_init",
     "small_init",
     "train_barlow_linear",
     "train_barlow_views",
+    "train_barlow_dual",
     "measured_step_times",
     "digits_views",
+    "vicreg_loss",
+    "vicreg_modes",
+    "train_vicreg_linear",
+    "info_nce_linear",
+    "train_simclr_linear",
 ]
 
 
 # ---- data and the cross-correlation ------------------------------------------------------------------------------
 def gamma_matrix(X: ArrayLike, Xp: ArrayLike) -> np.ndarray:
-    """Gamma = 1/(2n) sum_i (x_i x_i'^T + x_i' x_i^T) = (X^T X' + X'^T X) / (2n), eq. `eq-ssl2-gamma` (slide 19).
+    """Gamma = 1/(2n) sum_i (x_i x_i'^T + x_i' x_i^T) = (X^T X' + X'^T X) / (2n), eq. `eq-ssl2-gamma`.
 
     X and Xp hold the two views of the same n inputs as rows, shape (n, m). Symmetric; may be indefinite.
     """
@@ -158,6 +175,32 @@ def barlow_gd_steps(lam: ArrayLike, a0: ArrayLike, lr: float, level: float = 0.5
             + 0.5 * np.log((1 - level) / (1 - a0)))
 
 
+def barlow_lag_max(lam: ArrayLike, a0: ArrayLike, lr: float) -> np.ndarray:
+    """Largest |a_GD(k) - a_flow(lr k)| of one aligned mode, eq. `eq-ssl2-lag-max`.
+
+    GD reaches level l late by dk(l) = ln(l / a0) / 4 + ln((1 - l) / (1 - a0)) / 2 steps (`barlow_gd_steps`), and
+    the flow rises at da/dk = r l (1 - l) with r = 8 lr lam, so the gap is r l (1 - l) dk(l), maximised over l
+    (a grid of 20 001 levels refined around its maximum). About (r/16) ln(1/a0) (1 - 3 ln 2 / ln(1/a0)).
+    lam and a0 broadcast; lam > 0.
+    """
+    lr = as_positive("lr", lr)
+    lam, a0 = np.broadcast_arrays(as_real_array("lam", lam), as_real_array("a0", a0))
+    if np.any(lam <= 0):
+        raise ValueError("lam must be positive (a mode that is learned)")
+    if np.any(a0 <= 0) or np.any(a0 >= 0.5):
+        raise ValueError("a0 must lie in (0, 1/2) (a small initial mode strength)")
+    r = 8.0 * lr * lam
+
+    def gap(level: np.ndarray) -> np.ndarray:
+        return r * level * (1 - level) * (0.25 * np.log(level / a0) + 0.5 * np.log((1 - level) / (1 - a0)))
+
+    grid = np.linspace(1e-4, 1 - 1e-4, 20_001).reshape((-1,) + (1,) * lam.ndim)
+    g = gap(grid)
+    best = np.take_along_axis(np.broadcast_to(grid, g.shape), np.argmax(g, axis=0)[None], axis=0)[0]
+    fine = best + np.linspace(-1e-4, 1e-4, 2001).reshape((-1,) + (1,) * lam.ndim)
+    return gap(np.clip(fine, 1e-12, 1 - 1e-12)).max(axis=0)
+
+
 def effective_a0(W0: ArrayLike, Gamma: ArrayLike, d: int, refined: bool = True) -> np.ndarray:
     """Effective initial strengths of the top-d modes from a small init W0, eq. `eq-ssl2-a0-eff`.
 
@@ -193,6 +236,93 @@ def barlow_step_times(W0: ArrayLike, Gamma: ArrayLike, d: int, refined: bool = T
     W0, G = _check_pair(W0, Gamma)
     lam, _ = _top_eigh(G, _check_d(d, W0, G))
     return barlow_time(lam, effective_a0(W0, G, d, refined=refined), level=level)
+
+
+def linear_phase_a0(W0: ArrayLike, Gamma: ArrayLike, d: int) -> np.ndarray:
+    """Effective initial strengths from the linear-phase criterion, eq. `eq-ssl2-linear-phase`; shape (..., d).
+
+    While C is small, W(t) = W0 e^{4 Gamma t} (eq. `eq-ssl2-linear`) and C_lin(t) = sum_k lam_k e^{8 lam_k t} w_k w_k^T
+    over all m modes, w_k = W0 v_k. The j-th eigenvalue of C is predicted to cross 1/2 at the time t_j at which
+    mu_j(C_lin(t)) (1 + e^{-8 lam_j t}) = 1 (the j-th eigenvalue of the linear-phase C reaches about 1). Returned is
+    the initial strength of the logistic mode (rate 8 lam_j) that crosses 1/2 at t_j:
+    a_j = x / (1 + x), x = e^{-8 lam_j t_j}, so that `barlow_time`(lam_j, a_j) = t_j and `barlow_gd_steps` applies.
+    To leading order in well-separated eigenvalues this is the Gram-Schmidt `effective_a0`; unlike it, it keeps the
+    competition of the smaller modes k > j for the same embedding directions.
+
+    Numerics: C_lin spans many orders of magnitude. The modes whose columns are larger than 1e8 at time t are
+    removed exactly (their span is that of the unscaled w_k), which changes the eigenvalues near 1 by a relative
+    1e-8 at most; the rest is an ordinary float64 eigenvalue problem. Needs lam_d > 0.
+    """
+    W0, G = _check_pair(W0, Gamma)
+    d = _check_d(d, W0, G)
+    lam, V = np.linalg.eigh(G)
+    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
+    if lam[d - 1] <= 0:
+        raise ValueError(f"Gamma has fewer than d = {d} positive eigenvalues: the d-th mode is never learned")
+    w_all = W0 @ V                                               # (..., d, m): column k is w_k = W0 v_k
+    flat = w_all.reshape(-1, d, G.shape[0])
+    out = np.empty((flat.shape[0], d))
+    for b, w in enumerate(flat):
+        t_prev = 0.0
+        for j in range(d):
+            def g(t: float, w: np.ndarray = w, j: int = j) -> float:
+                return float(np.clip(_log_mu(w, lam, t, j) + np.log1p(np.exp(-8.0 * lam[j] * t)), -1e3, 1e3))
+            lo, hi = t_prev, max(t_prev, 1e-12)
+            if g(lo) >= 0:
+                raise ValueError("W0 is not small: the linear-phase C already has an eigenvalue near 1 at t = 0")
+            step = 1.0 / (8.0 * lam[j])
+            while g(hi) < 0:
+                lo, hi = hi, hi + step
+                step *= 2.0
+            t_j = brentq(g, lo, hi, xtol=1e-13, rtol=1e-14)
+            x = np.exp(-8.0 * lam[j] * t_j)
+            out[b, j] = x / (1.0 + x)
+            t_prev = t_j
+    return out.reshape(w_all.shape[:-2] + (d,))
+
+
+def _log_mu(w: np.ndarray, lam: np.ndarray, t: float, j: int) -> float:
+    """log of the (j+1)-th largest eigenvalue of C_lin(t) = sum_k lam_k e^{8 lam_k t} w_k w_k^T (w: (d, m))."""
+    log_scale = np.log(np.abs(lam) + 1e-300) + 8.0 * lam * t + 2.0 * np.log(np.linalg.norm(w, axis=0) + 1e-300)
+    big = (log_scale > np.log(1e8)) & (lam > 0)
+    nb = int(big.sum())
+    if nb > j:
+        return np.inf
+    small = ~big
+    Cs = (w[:, small] * (lam[small] * np.exp(np.minimum(8.0 * lam[small] * t, 700.0)))) @ w[:, small].T
+    if nb:
+        Qb = np.linalg.qr(w[:, big], mode="complete")[0]            # span of the big columns = span of unscaled w_k
+        Qp = Qb[:, nb:]
+        Cs = Qp.T @ Cs @ Qp
+    mu = np.linalg.eigvalsh(0.5 * (Cs + Cs.T))[::-1][j - nb]
+    return float(np.log(mu)) if mu > 0 else -np.inf
+
+
+def frozen_remainder(W0: ArrayLike, Gamma: ArrayLike, d: int, lr: float, steps: int) -> np.ndarray:
+    """Predicted ||w_k||^2 = ||W v_k||^2 of the lower modes k > d after `steps` GD steps, eq. `eq-ssl2-frozen`.
+
+    While mode k stays small it only feels I - C. Along the Gram-Schmidt direction q_i of the i-th learned mode
+    (i <= d), I - C = 1 - a_i, so GD multiplies the component q_i^T w_k by 1 + 4 lr lam_k (1 - a_i) per step, and
+    the component freezes once a_i = 1:
+    ||w_k||^2 = sum_i (q_i^T w_k(0))^2 prod_s (1 + 4 lr lam_k (1 - a_i^(s)))^2,
+    with a_i^(s) the aligned GD map (eq. `eq-ssl2-gd-map`) started from the linear-phase strengths
+    (`linear_phase_a0`). Valid for every sign of lam_k (modes with lam_k < 0 shrink, lam_k = 0 stay); the
+    strengths are a_k = lam_k ||w_k||^2. Returns shape (..., m - d). Needs lam_d > 0.
+    """
+    W0, G = _check_pair(W0, Gamma)
+    d = _check_d(d, W0, G)
+    steps = as_int("steps", steps, minimum=0)
+    lr = as_positive("lr", lr)
+    lam, V = np.linalg.eigh(G)
+    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
+    a_top = linear_phase_a0(W0, G, d)                                # (..., d)
+    traj = barlow_gd_map(lam[:d], a_top, lr, steps)[:-1]           # (steps, ..., d)
+    w = W0 @ V                                                       # (..., d, m)
+    q = np.linalg.qr(w[..., :, :d])[0]                               # (..., d, d): Gram-Schmidt directions
+    proj2 = (np.swapaxes(q, -1, -2) @ w[..., :, d:]) ** 2           # (..., d, m - d): (q_i^T w_k(0))^2
+    x = 4.0 * lr * lam[d:] * (1.0 - traj[..., :, None])             # (steps, ..., d, m - d)
+    log_gain = 2.0 * np.sum(np.log1p(x), axis=0)
+    return np.sum(proj2 * np.exp(log_gain), axis=-2)
 
 
 def barlow_optimum(Gamma: ArrayLike, d: int) -> np.ndarray:
@@ -282,6 +412,54 @@ def train_barlow_views(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, st
         return _gd_loop(W0, lr, steps, record_every, dev, batch_gamma, G)
 
 
+def train_barlow_dual(K: ArrayLike, B0: ArrayLike, lr: float, steps: int, record_every: int = 1,
+                      device: str | torch.device | None = None) -> History:
+    """GD on linear Barlow Twins in its dual (kernel) form, eq. `eq-ssl2-dual`, in float64.
+
+    K is the (2n, 2n) kernel matrix of the 2n views ordered [x_1..x_n, x_1'..x_n'], K_ab = k(x_a, x_b); the
+    embedding is f = B^T k(., views), i.e. W = B^T A for features A (rows phi of the views), with B (2n, d). With the
+    swap J of the two halves, Gamma = A^T J A / (2n), so C = B^T K J K B / (2n) and GD W <- W - 4 lr (C - I) W Gamma
+    becomes B^T <- B^T - 4 lr (C - I) B^T K J / (2n). B0 (2n, d) or (batch, 2n, d). Records "loss" and "eigC"
+    (decreasing eigenvalues of C); final["B"].
+    """
+    K = as_real_array("K", K)
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] % 2:
+        raise ValueError(f"K must be a square (2n, 2n) kernel matrix of the two views; got shape {K.shape}")
+    if not np.allclose(K, K.T, atol=1e-10 * max(1.0, np.abs(K).max())):
+        raise ValueError("K must be symmetric (a kernel matrix)")
+    B0 = as_real_array("B0", B0)
+    if B0.ndim not in (2, 3) or B0.shape[-2] != K.shape[0]:
+        raise ValueError(f"B0 must have shape (2n, d) or (batch, 2n, d) with 2n = {K.shape[0]}; got {B0.shape}")
+    lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
+    record_every = as_int("record_every", record_every, minimum=1)
+    n2 = K.shape[0]
+    KJ = np.concatenate([K[:, n2 // 2:], K[:, : n2 // 2]], axis=1)          # K J: swap the column halves
+    dev = get_device(device)
+    batched = B0.ndim == 3
+    Bt = torch.as_tensor(np.swapaxes(B0 if batched else B0[None], -1, -2), dtype=torch.float64, device=dev).clone()
+    KJt = torch.as_tensor(KJ / n2, dtype=torch.float64, device=dev)                 # K J / (2n)
+    KJKt = torch.as_tensor(KJ @ K / n2, dtype=torch.float64, device=dev)            # K J K / (2n)
+    eye = torch.eye(Bt.shape[-2], dtype=torch.float64, device=dev)
+    rec, Cs = [], []
+    with few_threads_if_small(dev, Bt.numel()):
+        for k in range(steps + 1):
+            C = Bt @ KJKt @ Bt.mT
+            if k % record_every == 0 or k == steps:
+                check_finite("B", Bt, step=k)
+                rec.append(k)
+                Cs.append(0.5 * (C + C.mT))
+            if k == steps:
+                break
+            Bt = Bt - 4.0 * lr * (C - eye) @ Bt @ KJt
+    C = torch.stack(Cs)
+    eigC = torch.linalg.eigvalsh(C).flip(-1).cpu().numpy()
+    loss = ((C - eye) ** 2).sum(dim=(-2, -1)).cpu().numpy()
+    Bf = np.swapaxes(Bt.cpu().numpy(), -1, -2)
+    if not batched:
+        eigC, loss, Bf = eigC[:, 0], loss[:, 0], Bf[0]
+    return History(np.asarray(rec), {"loss": loss, "eigC": eigC}, {"B": Bf})
+
+
 def measured_step_times(hist: History, level: float = 0.5, key: str = "eigC") -> np.ndarray:
     """First recorded step at which each column of hist[key] crosses `level`, linearly interpolated; nan if never.
 
@@ -324,6 +502,160 @@ def digits_views(n: int, noise: float = 0.3, mask: float = 0.2, seed: int = 0) -
         v = x0 + noise * rng.standard_normal(x0.shape)
         views.append(v * (rng.random(x0.shape) >= mask))
     return views[0], views[1]
+
+
+# ---- other losses: linear VICReg and linear SimCLR (section "Other losses") ---------------------------------------
+def vicreg_loss(W: np.ndarray | torch.Tensor, Sigma: ArrayLike, Gamma: ArrayLike,
+                beta: float = 1.0) -> np.ndarray | torch.Tensor:
+    """L = ||W Sigma W^T - I||_F^2 + beta tr(W Delta W^T), Delta = 2 (Sigma - Gamma), eq. `eq-ssl2-vicreg`.
+
+    Sigma = (X^T X + X'^T X') / (2n) is the covariance of the views, Gamma their symmetrised cross-correlation, and
+    tr(W Delta W^T) = (1/n) sum_i ||W x_i - W x_i'||^2 the invariance term. Batched over leading axes of W; torch in,
+    torch out.
+    """
+    S, G = _gamma(Sigma), _gamma(Gamma)
+    beta = float(beta)
+    if isinstance(W, torch.Tensor):
+        St = torch.as_tensor(S, dtype=W.dtype, device=W.device)
+        Dt = torch.as_tensor(2.0 * (S - G), dtype=W.dtype, device=W.device)
+        eye = torch.eye(W.shape[-2], dtype=W.dtype, device=W.device)
+        return (((W @ St @ W.mT - eye) ** 2).sum(dim=(-2, -1))
+                + beta * (W @ Dt * W).sum(dim=(-2, -1)))
+    W, S = _check_pair(W, S)
+    C = W @ S @ np.swapaxes(W, -1, -2)
+    return (np.sum((C - np.eye(W.shape[-2])) ** 2, axis=(-2, -1))
+            + beta * np.sum((W @ (2.0 * (S - G))) * W, axis=(-2, -1)))
+
+
+def vicreg_modes(Sigma: ArrayLike, Gamma: ArrayLike, beta: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rates kappa_j, saturation levels a*_j and variances s_j of linear VICReg's modes, eq. `eq-ssl2-vicreg-modes`.
+
+    For commuting Sigma and Gamma (common eigenvectors v_j, Gamma's eigenvalues lam_j in decreasing order,
+    s_j = v_j^T Sigma v_j > 0): the aligned strength a_j = s_j ||W v_j||^2 obeys da/dt = 8 s_j a (a*_j - a) with
+    a*_j = 1 - beta (1 - lam_j / s_j), so u = a / a* is logistic with rate kappa_j = 8 s_j a*_j
+    = 8 ((1 - beta) s_j + beta lam_j). Raises ValueError if Sigma and Gamma do not commute.
+    """
+    S, G = _gamma(Sigma), _gamma(Gamma)
+    if S.shape != G.shape:
+        raise ValueError(f"Sigma and Gamma must have the same shape; got {S.shape} and {G.shape}")
+    scale = max(1.0, np.abs(S).max(), np.abs(G).max())
+    if np.abs(S @ G - G @ S).max() > 1e-10 * scale**2:
+        raise ValueError("Sigma and Gamma must commute (share eigenvectors) for the mode decomposition")
+    lam, V = np.linalg.eigh(G)
+    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
+    s = np.einsum("ij,ik,kj->j", V, S, V)
+    if np.any(s <= 0):
+        raise ValueError("Sigma must be positive definite (the covariance of the views)")
+    beta = float(beta)
+    a_star = 1.0 - beta * (1.0 - lam / s)
+    return 8.0 * s * a_star, a_star, s
+
+
+def train_vicreg_linear(Sigma: ArrayLike, Gamma: ArrayLike, W0: ArrayLike, lr: float, steps: int, beta: float = 1.0,
+                        record_every: int = 1, device: str | torch.device | None = None) -> History:
+    """Full-batch GD on `vicreg_loss`: W <- W - lr [4 (C - I) W Sigma + 2 beta W Delta], C = W Sigma W^T, float64.
+
+    W0 (d, m) or (B, d, m). Records "loss" (K,[B]) and "eigC" (K,[B],d), the eigenvalues of C in decreasing order.
+    """
+    S, G = _gamma(Sigma), _gamma(Gamma)
+    W0 = as_real_array("W0", W0)
+    if W0.ndim not in (2, 3):
+        raise ValueError(f"W0 must have shape (d, m) or (B, d, m); got {W0.shape}")
+    _check_d(W0.shape[-2], W0, S)
+    lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
+    record_every = as_int("record_every", record_every, minimum=1)
+    dev = get_device(device)
+    batched = W0.ndim == 3
+    W = torch.as_tensor(W0 if batched else W0[None], dtype=torch.float64, device=dev).clone()
+    St = torch.as_tensor(S, dtype=torch.float64, device=dev)
+    Dt = torch.as_tensor(2.0 * (S - G), dtype=torch.float64, device=dev)
+    eye = torch.eye(W.shape[-2], dtype=torch.float64, device=dev)
+    rec, Cs, losses = [], [], []
+    with few_threads_if_small(dev, W0.size):
+        for k in range(steps + 1):
+            WS = W @ St
+            C = WS @ W.mT
+            if k % record_every == 0 or k == steps:
+                check_finite("W", W, step=k)
+                rec.append(k)
+                Cs.append(0.5 * (C + C.mT))
+                losses.append(((C - eye) ** 2).sum(dim=(-2, -1)) + beta * (W @ Dt * W).sum(dim=(-2, -1)))
+            if k == steps:
+                break
+            W = W - lr * (4.0 * (C - eye) @ WS + 2.0 * beta * W @ Dt)
+    eigC = torch.linalg.eigvalsh(torch.stack(Cs)).flip(-1).cpu().numpy()
+    loss = torch.stack(losses).cpu().numpy()
+    Wf = W.cpu().numpy()
+    if not batched:
+        loss, eigC, Wf = loss[:, 0], eigC[:, 0], Wf[0]
+    return History(np.asarray(rec), {"loss": loss, "eigC": eigC}, {"W": Wf})
+
+
+def info_nce_linear(W: torch.Tensor, X: torch.Tensor, Xp: torch.Tensor, tau: float) -> torch.Tensor:
+    """Symmetric InfoNCE of the unnormalised linear embeddings z = W x, z' = W x', eq. `eq-ssl2-simclr`.
+
+    L = (1/2n) sum_i [ -2 z_i.z_i'/tau + log sum_k e^{z_i.z_k'/tau} + log sum_k e^{z_k.z_i'/tau} ]: each view's
+    partner against the other view's batch. W (d, m) or (B, d, m); returns a scalar or (B,).
+    """
+    Z, Zp = X @ W.mT, Xp @ W.mT                                       # (..., n, d)
+    logits = Z @ Zp.mT / tau                                          # (..., n, n)
+    pos = logits.diagonal(dim1=-2, dim2=-1)
+    return (-pos + 0.5 * (torch.logsumexp(logits, dim=-1) + torch.logsumexp(logits, dim=-2))).mean(dim=-1)
+
+
+def train_simclr_linear(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, steps: int, tau: float = 1.0,
+                        record_every: int = 1, device: str | torch.device | None = None) -> History:
+    """Full-batch GD on `info_nce_linear` (torch autograd, float64) from W0 (d, m) or (B, d, m).
+
+    Records "loss" (K,[B]), "eigC" (K,[B],d) the eigenvalues of C = W Gamma W^T (Gamma = `gamma_matrix`(X, Xp)) and
+    "modes" (K,[B],m) the strengths lam_j ||W v_j||^2 along Gamma's eigenvectors (decreasing lam_j).
+    """
+    X, Xp = as_real_array("X", X), as_real_array("Xp", Xp)
+    G = gamma_matrix(X, Xp)
+    W0 = as_real_array("W0", W0)
+    if W0.ndim not in (2, 3):
+        raise ValueError(f"W0 must have shape (d, m) or (B, d, m); got {W0.shape}")
+    _check_d(W0.shape[-2], W0, G)
+    lr, steps, tau = as_positive("lr", lr), as_int("steps", steps, minimum=0), as_positive("tau", tau)
+    record_every = as_int("record_every", record_every, minimum=1)
+    dev = get_device(device)
+    batched = W0.ndim == 3
+    W = torch.as_tensor(W0 if batched else W0[None], dtype=torch.float64, device=dev).clone().requires_grad_(True)
+    Xt, Xpt = (torch.as_tensor(a, dtype=torch.float64, device=dev) for a in (X, Xp))
+    lam, V = np.linalg.eigh(G)
+    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
+    Gt, Vt = (torch.as_tensor(a, dtype=torch.float64, device=dev) for a in (G, V))
+    rec, Cs, WVs, losses = [], [], [], []
+    with few_threads_if_small(dev, X.size + W0.size):
+        _simclr_loop(W, Xt, Xpt, tau, lr, steps, record_every, Gt, Vt, rec, Cs, WVs, losses)
+    C = torch.stack(Cs)
+    eigC = torch.linalg.eigvalsh(0.5 * (C + C.mT)).flip(-1).cpu().numpy()
+    modes = lam * (torch.stack(WVs) ** 2).sum(dim=-2).cpu().numpy()
+    loss = torch.stack(losses).cpu().numpy()
+    Wf = W.detach().cpu().numpy()
+    if not batched:
+        loss, eigC, modes, Wf = loss[:, 0], eigC[:, 0], modes[:, 0], Wf[0]
+    return History(np.asarray(rec), {"loss": loss, "eigC": eigC, "modes": modes}, {"W": Wf})
+
+
+def _simclr_loop(W: torch.Tensor, Xt: torch.Tensor, Xpt: torch.Tensor, tau: float, lr: float, steps: int,
+                 record_every: int, Gt: torch.Tensor, Vt: torch.Tensor, rec: list, Cs: list, WVs: list,
+                 losses: list) -> None:
+    """The GD loop of `train_simclr_linear`: autograd of `info_nce_linear`, recording into the lists given."""
+    for k in range(steps + 1):
+        loss = info_nce_linear(W, Xt, Xpt, tau)
+        if k % record_every == 0 or k == steps:
+            check_finite("W", W.detach(), step=k)
+            rec.append(k)
+            Wd = W.detach()
+            Cs.append(Wd @ Gt @ Wd.mT)
+            WVs.append(Wd @ Vt)
+            losses.append(loss.detach())
+        if k == steps:
+            break
+        (grad,) = torch.autograd.grad(loss.sum(), W)
+        with torch.no_grad():
+            W -= lr * grad
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------------
