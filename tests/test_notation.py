@@ -25,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTATION = ROOT / "notation.md"
 CHAPTER_DIR = ROOT / "chapters"
-CONFORMING = ["00_preface", "01_linear_regression", "02_deep_linear"]
+CONFORMING = ["00_preface", "01_linear_regression", "02_deep_linear", "07_large_stepsize"]
 
 # ---------------------------------------------------------------------------------------------------------------
 # The page
