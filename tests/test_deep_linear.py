@@ -465,3 +465,67 @@ def test_tree_spectrum():
     assert dl.tree_spectrum(5).shape == (32,)
     with pytest.raises(ValueError):
         dl.tree_spectrum(5, 1000, 0.6)
+
+
+def test_gram_schmidt_delay():
+    from scipy import integrate, stats
+    assert dl.gram_schmidt_delay(10, 1) == pytest.approx(0.0, abs=1e-15)          # nothing to project out
+    for N2, alpha in [(10, 2), (10, 5), (4, 4), (32, 31)]:                        # E[-ln beta] by quadrature
+        p, q = (N2 - alpha + 1) / 2, (alpha - 1) / 2
+        ref = integrate.quad(lambda x, p=p, q=q: -np.log(x) * stats.beta.pdf(x, p, q), 0, 1, limit=200)[0]
+        assert dl.gram_schmidt_delay(N2, alpha) == pytest.approx(ref, rel=1e-7)
+    rng = np.random.default_rng(0)                                               # Monte Carlo of the definition
+    z = rng.standard_normal((200_000, 6)) ** 2
+    mc = np.mean(np.log(z.sum(1) / z[:, 2:].sum(1)))                             # alpha = 3 in N2 = 6
+    assert mc == pytest.approx(dl.gram_schmidt_delay(6, 3), rel=0.02)
+    steps = dl.gram_schmidt_delay(10, np.array([2, 3]), s=0.5, eta=0.01)
+    assert np.allclose(steps, dl.gram_schmidt_delay(10, np.array([2, 3])) / (2 * np.log1p(0.005)))
+    with pytest.raises(ValueError, match="alpha"):
+        dl.gram_schmidt_delay(10, 11)
+    with pytest.raises(ValueError, match="alpha"):
+        dl.gram_schmidt_delay(10, 2.5)
+    with pytest.raises(TypeError, match="both"):
+        dl.gram_schmidt_delay(10, 2, s=1.0)
+    with pytest.raises(ValueError, match="eta"):
+        dl.gram_schmidt_delay(10, 2, s=1.0, eta=-0.1)
+
+
+def test_balanced_matrix_modes():
+    rng = np.random.default_rng(3)
+    s = np.array([2.0, 1.0, 0.9])
+    Psi = 0.1 * rng.standard_normal((5, 3))
+    t = np.linspace(0, 8, 41)
+    mu = dl.balanced_matrix_modes(t, s, Psi, tau=2.0)
+    # against the balanced matrix flow tau dA/dt = A S - A A^T A, integrated directly
+    rhs = lambda _, y: (lambda A: (A @ np.diag(s) - A @ A.T @ A).ravel() / 2.0)(y.reshape(5, 3))  # noqa: E731
+    A = solve_ivp(rhs, (0, 8), Psi.ravel(), t_eval=t, method="DOP853", rtol=1e-12, atol=1e-14).y.T.reshape(-1, 5, 3)
+    assert np.allclose(mu, np.sum(A**2, axis=1), atol=1e-9)
+    assert np.allclose(mu[0], np.sum(Psi**2, axis=0))
+    assert np.allclose(dl.balanced_matrix_modes([400.0], s, Psi, tau=2.0), s, rtol=1e-9)   # the global minimum
+    # orthogonal columns: independent Riccati laws
+    Q = np.linalg.qr(rng.standard_normal((5, 3)))[0] * np.array([0.1, 0.02, 0.03])
+    assert np.allclose(dl.balanced_matrix_modes(t, s, Q), dl.riccati_u(t[:, None], s, np.sum(Q**2, 0)), rtol=1e-10)
+    # the full two-layer flow from a balanced (non-decoupled) start
+    task = dl.svd_task(N1=3, N3=3, svals=s, seed=4)
+    W1 = Psi @ task.V.T
+    W2 = task.U @ Psi.T
+    fl = dl.flow_two_layer(task.Sigma, W1, W2, t_eval=t[:11], rtol=1e-11, atol=1e-14)
+    assert np.allclose(fl["modes"], dl.balanced_matrix_modes(t[:11], s, Psi), atol=1e-8)
+    with pytest.raises(ValueError, match="full column rank"):
+        dl.balanced_matrix_modes(t, s, np.ones((5, 3)))
+    with pytest.raises(ValueError, match="shape"):
+        dl.balanced_matrix_modes(t, s, Psi[:, :2])
+    with pytest.raises(ValueError, match="non-negative"):
+        dl.balanced_matrix_modes(-t[1:], s, Psi)
+
+
+def test_balanced_matrix_modes_tree_other_seed():  # the tree check of the chapter, on a seed it does not use
+    tree = dl.hierarchical_task(levels=3, n_features=400, flip=0.1, seed=5)
+    W1, W2 = dl.small_random_init(8, 8, 8, scale=1e-3, seed=6)
+    W1, W2 = W1.numpy(), W2.numpy()
+    U8 = tree.U[:, :8]
+    t = np.linspace(0, 1.0, 4001)
+    fl = dl.flow_two_layer(U8.T @ tree.Sigma, W1, W2, t_eval=t, U=np.eye(8), V=tree.V, rtol=1e-10, atol=1e-14)
+    Psi = 0.5 * (W1 @ tree.V + W2.T)
+    pred = dl.half_times(t, dl.balanced_matrix_modes(t, tree.svals, Psi), tree.svals)
+    assert np.allclose(dl.half_times(t, fl["modes"], tree.svals), pred, rtol=1e-4)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
-from scipy import integrate, optimize
+from scipy import integrate, optimize, special
 
 from .core import DivergenceError, as_int, as_positive, as_real_array
 
@@ -49,6 +49,8 @@ __all__ = [
     "tree_spectrum",
     "mode_strengths",
     "effective_u0",
+    "gram_schmidt_delay",
+    "balanced_matrix_modes",
     "half_times",
     "check_effective_u0",
     "decoupled_init",
@@ -468,6 +470,57 @@ def effective_u0(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike, svals
         basis.append(v / np.where(norm > 0, norm, 1.0))
     return out
 
+
+
+def gram_schmidt_delay(N2: int, alpha: ArrayLike, s: ArrayLike | None = None, eta: ArrayLike | None = None
+                       ) -> np.ndarray:
+    """Mean delay of mode `alpha` (1-based rank) from a Gaussian small init, by the Gram-Schmidt rule (Ch 2).
+
+    With psi^alpha = (a^alpha + b^alpha) / 2 i.i.d. isotropic Gaussian in R^N2, the fraction of ||psi^alpha||^2 left
+    after projecting out the alpha - 1 stronger modes is beta ~ Beta((N2 - alpha + 1) / 2, (alpha - 1) / 2), so
+    E ln(||psi||^2 / mu~) = digamma(N2 / 2) - digamma((N2 - alpha + 1) / 2) (eq. `eq-saxe-delay-mean`). Without
+    `s` and `eta` this logit deficit is returned; with them, the mean delay in GD steps behind the decoupled
+    prediction, the deficit divided by 2 ln(1 + eta s) (eq. `eq-saxe-gd-half`). Broadcasts over alpha, s, eta.
+    """
+    n = as_int("N2", N2, minimum=1)
+    a = np.asarray(alpha)
+    if a.dtype.kind not in "iu" or np.any(a < 1) or np.any(a > n):
+        raise ValueError(f"alpha must hold integers in [1, N2] = [1, {n}]; got {alpha!r}")
+    deficit = special.digamma(n / 2) - special.digamma((n - a + 1) / 2)
+    if (s is None) != (eta is None):
+        raise TypeError("give both s and eta (for the delay in steps) or neither (for the logit deficit)")
+    if s is None:
+        return np.asarray(deficit, dtype=float)
+    return deficit / (2 * np.log1p(_positive("eta", eta) * _positive("s", s)))
+
+
+def balanced_matrix_modes(t: ArrayLike, svals: ArrayLike, Psi: ArrayLike, tau: float = 1.0) -> np.ndarray:
+    """Mode strengths of the two-layer flow from a balanced start a^alpha = b^alpha = Psi[:, alpha] (Ch 2).
+
+    On the balanced set the mode equations give tau dA/dt = A S - A A^T A for A = [a^1 ... a^r] (N2, r), so
+    M = A^T A obeys the matrix Riccati equation tau dM/dt = S M + M S - 2 M^2 and N = M^{-1} the linear one
+    tau dN/dt = 2 I - S N - N S, whence (eq. `eq-saxe-matrix-riccati`)
+
+        M(t) = [e^{-S t / tau} M0^{-1} e^{-S t / tau} + S^{-1} (I - e^{-2 S t / tau})]^{-1},  M0 = Psi^T Psi,
+
+    with S = diag(svals). Returns the strengths mu_alpha(t) = M(t)_{alpha alpha}, shape (len(t), r). Needs Psi of full
+    column rank (r <= N2); no separation of the singular values is assumed.
+    """
+    s = _positive("svals", svals).ravel()
+    P = as_real_array("Psi", Psi)
+    if P.ndim != 2 or P.shape[1] != s.size:
+        raise ValueError(f"Psi must have shape (N2, r={s.size}); got {P.shape}")
+    if P.shape[0] < s.size or np.linalg.matrix_rank(P) < s.size:
+        raise ValueError("Psi must have full column rank (r <= N2 and independent columns)")
+    tau = as_positive("tau", tau)
+    tt = as_real_array("t", t).ravel()
+    if np.any(tt < 0):
+        raise ValueError("t must be non-negative")
+    M0inv = np.linalg.inv(P.T @ P)
+    E = np.exp(-np.outer(tt, s) / tau)                                      # (T, r)
+    N = E[:, :, None] * M0inv[None] * E[:, None, :]
+    N[:, np.arange(s.size), np.arange(s.size)] += (1.0 - E**2) / s
+    return np.diagonal(np.linalg.inv(N), axis1=-2, axis2=-1).copy()
 
 
 def half_times(steps: ArrayLike, modes: ArrayLike, svals: ArrayLike, frac: float = 0.5) -> np.ndarray:
