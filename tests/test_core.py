@@ -105,3 +105,83 @@ def test_few_threads_if_small_restores_the_setting():
     with pytest.raises(RuntimeError), core.few_threads_if_small(torch.device("cpu"), 1):
         raise RuntimeError("restored even on error")
     assert torch.get_num_threads() == 2
+
+
+# ---- the validation layer (issue 20) --------------------------------------------------------------------------
+def test_get_device_refuses_unavailable_or_unknown_devices():
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device.*CUDA is not available"):
+            core.get_device("cuda")
+    with pytest.raises(ValueError, match="device"):
+        core.get_device("gpu")
+
+
+def test_history_from_records_checks_lengths():
+    with pytest.raises(ValueError, match=r"records\['loss'\].*3 steps"):
+        core.History.from_records([0, 1, 2], {"loss": [1.0, 0.5]})
+    with pytest.raises(TypeError, match="records"):
+        core.History.from_records([0, 1, 2], [1.0, 2.0, 3.0])
+    h = core.History.from_records([0, 1], {"loss": [1.0, 0.5]})
+    assert h.steps.dtype.kind == "i"
+
+
+def test_few_threads_if_small_accepts_a_device_name():
+    core.set_threads(2)
+    with core.few_threads_if_small("cpu", 10):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == 2
+    with pytest.raises(TypeError, match="size"):
+        core.few_threads_if_small("cpu", "10")
+
+
+def test_as_real_array_refuses_complex_strings_and_empty():
+    with pytest.raises(TypeError, match="w must be real"):
+        core.as_real_array("w", np.array([1 + 2j]))
+    with pytest.raises(TypeError, match="w must be a real"):
+        core.as_real_array("w", "abc")
+    with pytest.raises(TypeError, match="w must be a real"):
+        core.as_real_array("w", None)
+    with pytest.raises(ValueError, match="w must not be empty"):
+        core.as_real_array("w", [], nonempty=True)
+    with pytest.raises(ValueError, match=r"w must have shape \(\?, 3\)"):
+        core.as_real_array("w", np.ones((2, 4)), shape=(None, 3))
+    assert core.as_real_array("w", torch.ones(2, requires_grad=True)).tolist() == [1.0, 1.0]
+
+
+def test_as_real_tensor_refuses_requires_grad_and_nan():
+    with pytest.raises(TypeError, match=r"W\.detach\(\)"):
+        core.as_real_tensor("W", torch.ones(2, requires_grad=True))
+    with pytest.raises(ValueError, match="W must be finite"):
+        core.as_real_tensor("W", [1.0, np.nan])
+    assert core.as_real_tensor("W", np.arange(3)).dtype == torch.float64
+
+
+def test_steps_for_ends_at_T():
+    assert core.steps_for(0.05, 0.01) == 5 and core.steps_for(0.0, 0.1) == 0
+    with pytest.raises(ValueError, match="T = 0.001 is not a whole number of steps"):
+        core.steps_for(0.001, 0.05)
+    with pytest.raises(ValueError, match="T"):
+        core.steps_for(-1.0, 0.1)
+
+
+def test_check_alloc_refuses_huge_requests():
+    core.check_alloc("small", 10)
+    with pytest.raises(ValueError, match="GiB"):
+        core.check_alloc("huge", 1e12)
+
+
+def test_setup_respects_threads_and_leaves_denormals_alone(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    core.setup("00_test_setup")
+    assert torch.get_num_threads() == 1
+    assert np.float64(1e-310) * 1.0 != 0.0                    # no process-wide flush-to-zero
+    core.setup("00_test_setup", threads=3)
+    assert torch.get_num_threads() == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    core.setup("00_test_setup")
+    assert torch.get_num_threads() == 2                       # the book's default (CI)
+    with pytest.raises(TypeError, match="flush_denormal"):
+        core.setup("00_test_setup", flush_denormal="yes")
+    with pytest.raises(TypeError, match="seed"):
+        core.setup("00_test_setup", seed="0")
+    core.set_threads(2)

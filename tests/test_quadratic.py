@@ -89,8 +89,10 @@ def test_error_expansion_bad_input():
         q.gd_error_expansion(-1.0, 1.0)
     with pytest.raises(ValueError, match="against"):
         q.gd_error_expansion(1.0, 1.0, against="euler")
-    with pytest.raises(TypeError, match="amp"):
+    with pytest.raises(ValueError, match="amp"):
         q.gd_error_expansion(1.0, np.nan)
+    with pytest.raises(TypeError, match="amp"):
+        q.gd_error_expansion(1.0, "0.5")
 
 
 def test_exact_modified_hessian_reproduces_gd():
@@ -117,3 +119,21 @@ def test_exact_modified_hessian_bad_input():
         q.exact_modified_hessian(np.ones(3), 0.1)
     with pytest.raises(ValueError, match="symmetric"):
         q.exact_modified_hessian(np.array([[1.0, 1.0], [0.0, 1.0]]), 0.1)
+
+
+def test_closed_form_diverges_like_the_iteration():
+    H, w0 = np.diag([2.0, 0.5]), np.array([1.0, -1.0])
+    with pytest.raises(DivergenceError, match="diverged at step"):
+        q.gd_quadratic_closed_form(H, w0, 50.0, np.arange(200))
+    with pytest.raises(DivergenceError, match="diverged at step"):
+        q.gd_quadratic(H, w0, 50.0, 200)
+
+
+def test_bad_arrays_are_named():
+    H, w0 = np.diag([2.0, 0.5]), np.array([1.0, -1.0])
+    with pytest.raises(ValueError, match="H must be finite"):
+        q.gd_quadratic(np.diag([np.nan, 1.0]), w0, 0.1, 3)
+    with pytest.raises(TypeError, match="w0 must be real"):
+        q.flow_quadratic(H, w0 + 1j, 1.0)
+    with pytest.raises(ValueError, match="t must not be empty"):
+        q.flow_quadratic(H, w0, [])

@@ -315,7 +315,7 @@ def test_info_nce_is_differentiable():
 def test_bad_input_raises_naming_the_argument():
     Phi, P = _random_pair(13)
     with pytest.raises(ValueError, match="sigma2"):
-        ssl.noncontrastive_pop_grads(Phi, P, 0.0)
+        ssl.noncontrastive_pop_grads(Phi, P, -0.1)
     with pytest.raises(ValueError, match="sigma2"):
         ssl.tian_mode_rhs(0.1, 0.1, -1.0)
     with pytest.raises(ValueError, match="wd"):
@@ -498,3 +498,51 @@ def test_gpu_variant_script_runs_tiny():
     spec.loader.exec_module(module)
     out = module.main(["--tiny"])
     assert out["d"] == 32 and np.isfinite(out["final_loss"]) and 0 <= out["commutator"] <= 2
+
+
+# ---- issue 20: bad input, zero-length runs, t_eval = [0] ------------------------------------------------------
+def test_runs_stop_at_T_and_T0_returns_the_start():
+    Phi0, P0 = 0.5 * np.eye(3, 4), 0.3 * np.eye(3)
+    with pytest.raises(ValueError, match="T = 0.001 is not a whole number of steps h = 0.05"):
+        ssl.simulate_noncontrastive(Phi0, P0, 0.25, h=0.05, T=0.001, device="cpu")
+    with pytest.raises(ValueError, match="T"):
+        ssl.simulate_directpred(Phi0, 0.25, h=1.0, T=1.5, device="cpu")
+    hist = ssl.simulate_noncontrastive(Phi0, P0, 0.25, h=0.05, T=0.0, device="cpu")
+    assert hist.steps.tolist() == [0] and np.allclose(hist.final["Phi"][0], Phi0)
+    assert ssl.simulate_noncontrastive(Phi0, P0, 0.25, h=0.05, T=0.1, device="cpu")["t"][-1] == pytest.approx(0.1)
+
+
+def test_nan_inputs_are_bad_input_not_divergence():
+    Phi0, P0 = 0.5 * np.eye(3, 4), 0.3 * np.eye(3)
+    with pytest.raises(ValueError, match="Phi0 must be finite"):
+        ssl.simulate_noncontrastive(np.full((3, 4), np.nan), P0, 0.25, T=1.0, device="cpu")
+    with pytest.raises(ValueError, match="P0 must be finite"):
+        ssl.simulate_noncontrastive(Phi0, np.full((3, 3), np.nan), 0.25, T=1.0, device="cpu")
+    with pytest.raises(TypeError, match="Phi must be real"):
+        ssl.noncontrastive_pop_grads(Phi0 + 1j, P0, 0.25)
+    with pytest.raises(TypeError, match="stopgrad"):
+        ssl.noncontrastive_pop_grads(Phi0, P0, 0.25, stopgrad="False")
+    with pytest.raises(TypeError, match="Phi0.*requires_grad"):
+        ssl.simulate_directpred(torch.ones(3, 4, requires_grad=True), 0.25, T=0.1, h=0.05, device="cpu")
+
+
+def test_t_eval_zero_and_zero_noise():
+    p, s = ssl.integrate_modes(0.3, 0.2, 0.25, 0.01, [0.0])
+    assert p.tolist() == [0.3] and s.tolist() == [0.2]
+    p, phi, phi_a = ssl.integrate_modes_general(0.3, 0.4, 0.25, 0.01, [0.0])
+    assert p.tolist() == [0.3] and phi.tolist() == [0.4]
+    x, xp = ssl.two_view_gaussian(5, 3, 0.0, device="cpu")
+    assert torch.equal(x, xp)                                   # identical views
+    g_phi, g_p = ssl.noncontrastive_pop_grads(0.5 * np.eye(3, 4), 0.3 * np.eye(3), 0.0)
+    assert np.all(np.isfinite(g_phi)) and np.all(np.isfinite(g_p))
+    with pytest.raises(ValueError, match="two_view_gaussian.*GiB"):
+        ssl.two_view_gaussian(10**7, 10**4, 0.1)
+
+
+def test_mixed_numpy_and_torch_arguments():
+    Phi, P = torch.eye(3, 4, dtype=torch.float64), 0.3 * np.eye(3)
+    g_phi, _ = ssl.noncontrastive_pop_grads(Phi, P, 0.25)
+    assert isinstance(g_phi, torch.Tensor)
+    A = torch.eye(3, dtype=torch.float32)
+    assert np.isfinite(ssl.commutator_ratio(A, torch.ones(3, 3, dtype=torch.float64))).all()
+    assert np.isfinite(ssl.commutator_ratio(np.eye(3, dtype=int), np.ones((3, 3), dtype=int))).all()

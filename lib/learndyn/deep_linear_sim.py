@@ -19,7 +19,19 @@ import torch
 from numpy.typing import ArrayLike
 from scipy import integrate
 
-from .core import DivergenceError, History, as_int, as_positive, few_threads_if_small, get_device, make_generator
+from .core import (
+    DivergenceError,
+    History,
+    as_int,
+    as_positive,
+    as_real_array,
+    as_real_tensor,
+    as_seed,
+    check_alloc,
+    few_threads_if_small,
+    get_device,
+    make_generator,
+)
 
 if TYPE_CHECKING:
     from .deep_linear import Task
@@ -40,11 +52,14 @@ def decoupled_init(task: Task, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLi
     D2 (N3, N2) are rectangular-diagonal with the mode amplitudes a0, b0 (scalars, shape (r,) or (B, r)).
     Needs N2 >= r = number of modes. Returns float64 tensors W1 ([B,] N2, N1), W2 ([B,] N3, N2).
     """
+    if not all(hasattr(task, a) for a in ("svals", "Sigma", "U", "V")):
+        raise TypeError(f"task must be a deep_linear.Task (with svals, Sigma, U, V); got {type(task).__name__}")
     N2 = as_int("N2", N2, minimum=1)
+    seed, dev = as_seed("seed", seed), get_device(device)
     r, (N3, N1) = task.svals.size, task.Sigma.shape
     if N2 < r:
         raise ValueError(f"N2 must be >= the number of modes r = {r} for orthonormal hidden directions; got {N2}")
-    a0, b0 = (np.asarray(x, dtype=float) for x in (a0, b0))
+    a0, b0 = as_real_array("a0", a0, nonempty=True), as_real_array("b0", b0, nonempty=True)
     try:
         lead = np.broadcast_shapes(a0.shape, b0.shape, (r,))[:-1]
     except ValueError:
@@ -58,12 +73,13 @@ def decoupled_init(task: Task, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLi
             raise ValueError(f"batch={batch} but a0/b0 have a leading axis of {lead[0]}")
         lead = (batch,)
     a0, b0 = np.broadcast_to(a0, (*lead, r)), np.broadcast_to(b0, (*lead, r))
+    check_alloc(f"decoupled_init(N2={N2}, batch={lead})", (math.prod(lead) or 1) * (2 * N2 * N2 + N2 * (N1 + N3)))
     gen = make_generator(seed)
     if R is None:
         q, rr = torch.linalg.qr(torch.randn(*lead, N2, N2, generator=gen, dtype=torch.float64))
         Rt = q * torch.sign(torch.diagonal(rr, dim1=-2, dim2=-1)).unsqueeze(-2)
     else:
-        Rt = torch.as_tensor(np.asarray(R, dtype=float))
+        Rt = torch.as_tensor(as_real_array("R", R))
         eye = torch.eye(N2, dtype=torch.float64)
         if Rt.shape[-2:] != (N2, N2) or not torch.allclose(Rt.transpose(-1, -2) @ Rt, eye, atol=1e-10):
             raise ValueError(f"R must be an orthogonal ({N2}, {N2}) matrix")
@@ -72,7 +88,6 @@ def decoupled_init(task: Task, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLi
     D1[..., idx, idx], D2[..., idx, idx] = torch.as_tensor(a0.copy()), torch.as_tensor(b0.copy())
     U, V = torch.as_tensor(task.U), torch.as_tensor(task.V)
     W1, W2 = Rt @ D1 @ V.T, U @ D2 @ Rt.transpose(-1, -2)
-    dev = get_device(device)
     return W1.to(dev), W2.to(dev)
 
 
@@ -85,10 +100,12 @@ def small_random_init(N1: int, N2: int, N3: int, scale: float, batch: int | None
     N1, N2, N3 = (as_int(n, v, minimum=1) for n, v in (("N1", N1), ("N2", N2), ("N3", N3)))
     scale = as_positive("scale", scale)
     lead = () if batch is None else (as_int("batch", batch, minimum=1),)
+    seed, dev = as_seed("seed", seed), get_device(device)
+    check_alloc(f"small_random_init(N1={N1}, N2={N2}, N3={N3}, batch={batch})",
+                (lead[0] if lead else 1) * N2 * (N1 + N3))
     gen = make_generator(seed)
     W1 = scale * torch.randn(*lead, N2, N1, generator=gen, dtype=torch.float64)
     W2 = scale * torch.randn(*lead, N3, N2, generator=gen, dtype=torch.float64)
-    dev = get_device(device)
     return W1.to(dev), W2.to(dev)
 
 
@@ -108,9 +125,10 @@ def train_two_layer(Sigma: ArrayLike | Tensor, W1: ArrayLike | Tensor, W2: Array
     """
     dev = get_device(device)
     Sig, W1, W2 = (_tensor(n, x, dev) for n, x in (("Sigma", Sigma), ("W1", W1), ("W2", W2)))
-    if Sig.ndim != 2 or W1.shape[-2] != W2.shape[-1] or (W2.shape[-2], W1.shape[-1]) != tuple(Sig.shape):
+    if Sig.ndim != 2 or W1.shape[-2] != W2.shape[-1] or (W2.shape[-2], W1.shape[-1]) != tuple(Sig.shape) \
+            or W1.shape[:-2] != W2.shape[:-2] or W1.ndim > 3:
         raise ValueError(f"shapes do not chain: Sigma {tuple(Sig.shape)}, W1 {tuple(W1.shape)}, W2 {tuple(W2.shape)};"
-                         " expected Sigma (N3, N1), W1 ([B,] N2, N1), W2 ([B,] N3, N2)")
+                         " expected Sigma (N3, N1), W1 ([B,] N2, N1), W2 ([B,] N3, N2) with the same B")
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
     lr_t = _lr(lr, W1, dev)
     track = _tracks(track)
@@ -132,11 +150,13 @@ def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], lr:
     """
     dev = get_device(device)
     Sig = _tensor("Sigma", Sigma, dev)
+    if isinstance(Ws, str | np.ndarray | Tensor) or not isinstance(Ws, Sequence):
+        raise TypeError(f"Ws must be a list of weight matrices [W_1, ..., W_D]; got {type(Ws).__name__}")
     if len(Ws) < 1:
         raise ValueError("Ws must hold at least one weight matrix")
     Ws = [_tensor(f"Ws[{j}]", W, dev) for j, W in enumerate(Ws)]
     for j in range(1, len(Ws)):
-        if Ws[j].shape[-1] != Ws[j - 1].shape[-2]:
+        if Ws[j].shape[-1] != Ws[j - 1].shape[-2] or Ws[j].shape[:-2] != Ws[0].shape[:-2]:
             raise ValueError(f"Ws[{j}] {tuple(Ws[j].shape)} does not chain with Ws[{j - 1}] {tuple(Ws[j - 1].shape)}")
     if Sig.ndim != 2 or (Ws[-1].shape[-2], Ws[0].shape[-1]) != tuple(Sig.shape):
         raise ValueError(f"Sigma {tuple(Sig.shape)} must have shape (rows of Ws[-1], columns of Ws[0])")
@@ -175,7 +195,7 @@ def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, lr: float |
     """
     dev = get_device(device)
     Sig, W = _tensor("Sigma", Sigma, dev), _tensor("W0", W0, dev)
-    if Sig.ndim != 2 or W.shape[-2:] != Sig.shape:
+    if Sig.ndim != 2 or W.shape[-2:] != Sig.shape or W.ndim > 3:
         raise ValueError(f"W0 must have the shape of Sigma {tuple(Sig.shape)} (plus a batch axis); "
                          f"got {tuple(W.shape)}")
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
@@ -205,15 +225,16 @@ def flow_two_layer(Sigma: ArrayLike, W1: ArrayLike, W2: ArrayLike, t_eval: Array
     Shares no code with the GD simulators. Unbatched; numpy in, `History` out with steps = t_eval (increasing,
     from t_eval[0] = 0) and metrics "modes", "loss", "balance_drift", "W1", "W2".
     """
-    Sig, W1, W2 = (np.asarray(x, dtype=float) for x in (Sigma, W1, W2))
+    Sig, W1, W2 = (as_real_array(n, x, nonempty=True) for n, x in (("Sigma", Sigma), ("W1", W1), ("W2", W2)))
     if Sig.ndim != 2 or W1.ndim != 2 or W2.ndim != 2 or W1.shape[0] != W2.shape[1] \
             or (W2.shape[0], W1.shape[1]) != Sig.shape:
         raise ValueError(f"flow_two_layer is unbatched; shapes must chain: Sigma (N3, N1), W1 (N2, N1), W2 (N3, N2);"
                          f" got {Sig.shape}, {W1.shape}, {W2.shape}")
-    t = np.asarray(t_eval, dtype=float).ravel()
+    t = as_real_array("t_eval", t_eval, nonempty=True).ravel()
     if t.size < 1 or t[0] != 0 or np.any(np.diff(t) <= 0):
         raise ValueError("t_eval must start at 0 and increase strictly")
     tau, rtol, atol = as_positive("tau", tau), as_positive("rtol", rtol), as_positive("atol", atol)
+    Ut, Vt = _basis(torch.as_tensor(Sig), U, V, torch.device("cpu"))
     n1 = W1.size
 
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
@@ -221,13 +242,16 @@ def flow_two_layer(Sigma: ArrayLike, W1: ArrayLike, W2: ArrayLike, t_eval: Array
         G = Sig - B @ A
         return np.concatenate([(B.T @ G).ravel(), (G @ A.T).ravel()]) / tau
 
-    sol = integrate.solve_ivp(rhs, (0.0, t[-1]), np.concatenate([W1.ravel(), W2.ravel()]), method="DOP853",
-                              t_eval=t, rtol=rtol, atol=atol)
-    if not sol.success:
-        raise DivergenceError(f"solve_ivp failed: {sol.message}")
-    A = sol.y[:n1].T.reshape(-1, *W1.shape)
-    B = sol.y[n1:].T.reshape(-1, *W2.shape)
-    Ut, Vt = _basis(torch.as_tensor(Sig), U, V, torch.device("cpu"))
+    y0 = np.concatenate([W1.ravel(), W2.ravel()])
+    if t[-1] == 0:                                     # t_eval = [0]: the start (solve_ivp needs a time span)
+        y = y0[:, None]
+    else:
+        sol = integrate.solve_ivp(rhs, (0.0, t[-1]), y0, method="DOP853", t_eval=t, rtol=rtol, atol=atol)
+        if not sol.success:
+            raise DivergenceError(f"solve_ivp failed: {sol.message}")
+        y = sol.y
+    A = y[:n1].T.reshape(-1, *W1.shape)
+    B = y[n1:].T.reshape(-1, *W2.shape)
     Un, Vn = Ut.numpy(), Vt.numpy()
     C = A @ np.swapaxes(A, -1, -2) - np.swapaxes(B, -1, -2) @ B
     r = min(Sig.shape)
@@ -293,10 +317,7 @@ class _Divergence:
 
 
 def _tensor(name: str, x: ArrayLike | Tensor, dev: torch.device) -> Tensor:
-    try:
-        t = torch.as_tensor(x if isinstance(x, Tensor) else np.asarray(x, dtype=float))
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be an array or a tensor of real numbers; got {type(x).__name__}") from err
+    t = as_real_tensor(name, x)                       # real, finite, non-empty; no requires_grad
     if t.ndim < 2:
         raise ValueError(f"{name} must be a matrix (with an optional leading batch axis); got shape {tuple(t.shape)}")
     return t.to(device=dev, dtype=torch.float64)
@@ -306,7 +327,9 @@ def _lr(lr: float | ArrayLike | Tensor, W: Tensor, dev: torch.device) -> Tensor:
     """lr as a tensor broadcastable against W ([B,] n, m): shape () + (1, 1) or (B, 1, 1)."""
     if isinstance(lr, int | float | np.integer | np.floating) and not isinstance(lr, bool):
         return torch.tensor(as_positive("lr", lr), dtype=torch.float64, device=dev).reshape(1, 1)
-    t = torch.as_tensor(lr.detach().cpu().numpy() if isinstance(lr, Tensor) else np.asarray(lr, dtype=float))
+    if isinstance(lr, bool) or lr is None or isinstance(lr, str | bytes | complex):
+        raise TypeError(f"lr must be a positive float or one per run, shape (B,); got {lr!r}")
+    t = torch.as_tensor(as_real_array("lr", lr))
     if t.ndim != 1 or W.ndim != 3 or t.shape[0] != W.shape[0]:
         raise ValueError(f"lr must be a positive float or of shape (B,) matching the batch of the weights "
                          f"{tuple(W.shape)}; got shape {tuple(t.shape)}")
@@ -316,6 +339,8 @@ def _lr(lr: float | ArrayLike | Tensor, W: Tensor, dev: torch.device) -> Tensor:
 
 
 def _tracks(track: Sequence[str]) -> tuple[str, ...]:
+    if not isinstance(track, str | Sequence):
+        raise TypeError(f"track must be a metric name or a list of them from {TRACKS}; got {type(track).__name__}")
     track = (track,) if isinstance(track, str) else tuple(track)
     unknown = [t for t in track if t not in TRACKS]
     if unknown:
@@ -328,11 +353,16 @@ def _basis(Sig: Tensor, U: ArrayLike | None, V: ArrayLike | None, dev: torch.dev
         Us, _, Vh = torch.linalg.svd(Sig.cpu().to(torch.float64), full_matrices=True)
         U = Us if U is None else U
         V = Vh.T if V is None else V
-    Ut = torch.as_tensor(np.asarray(U, dtype=float) if not isinstance(U, Tensor) else U).to(dev, torch.float64)
-    Vt = torch.as_tensor(np.asarray(V, dtype=float) if not isinstance(V, Tensor) else V).to(dev, torch.float64)
-    if Ut.shape[0] != Sig.shape[0] or Vt.shape[0] != Sig.shape[1]:
+    Ut = as_real_tensor("U", U, device=dev, allow_grad=True).detach()
+    Vt = as_real_tensor("V", V, device=dev, allow_grad=True).detach()
+    if Ut.ndim != 2 or Vt.ndim != 2 or Ut.shape[0] != Sig.shape[0] or Vt.shape[0] != Sig.shape[1]:
         raise ValueError(f"U must have {Sig.shape[0]} rows and V {Sig.shape[1]} rows; got {tuple(Ut.shape)}, "
                          f"{tuple(Vt.shape)}")
+    for name, B in (("U", Ut), ("V", Vt)):
+        eye = torch.eye(B.shape[1], dtype=B.dtype, device=B.device)
+        if B.shape[1] > B.shape[0] or not torch.allclose(B.T @ B, eye, atol=1e-8):
+            raise ValueError(f"{name} must have orthonormal columns (singular vectors of Sigma); got shape "
+                             f"{tuple(B.shape)} with {name}^T {name} != I")
     return Ut, Vt
 
 

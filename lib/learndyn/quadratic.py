@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import DivergenceError, as_int, as_positive
+from .core import DivergenceError, as_choice, as_int, as_positive, as_real, as_real_array
 
 __all__ = ["gd_quadratic", "gd_quadratic_closed_form", "flow_quadratic", "modified_flow_quadratic",
            "gd_error_expansion", "exact_modified_hessian"]
@@ -29,7 +29,7 @@ def gd_quadratic(H: np.ndarray, w0: np.ndarray, lr: float, steps: int) -> np.nda
             path[k + 1] = path[k] - lr * (H @ path[k])
             if not np.all(np.isfinite(path[k + 1])):
                 raise DivergenceError(f"gradient descent diverged at step {k + 1} (lr={lr:g}; stable only for "
-                                      f"lr < 2/lambda_max(H) = {2 / np.linalg.eigvalsh(H)[-1]:.3g})")
+                                      f"lr < 2/lambda_max(H) = {_threshold(np.linalg.eigvalsh(H))})")
     return path
 
 
@@ -37,12 +37,18 @@ def gd_quadratic_closed_form(H: np.ndarray, w0: np.ndarray, lr: float, k: np.nda
     """(I - lr H)^k w0 through the eigendecomposition of H, eq. `eq-pre-gd-quad`; k broadcasts. Shape (*k, d)."""
     H, w0 = _validate(H, w0)
     lr = as_positive("lr", lr)
-    k = np.asarray(k)
+    k = as_real_array("k", k, nonempty=True)
     if np.any(k < 0) or np.any(k != np.round(k)):
         raise ValueError("k must hold non-negative integers (step counts)")
     lam, Q = np.linalg.eigh(H)
-    coef = np.power(1.0 - lr * lam, np.expand_dims(k, -1)) * (Q.T @ w0)  # (*k, d) in the eigenbasis
-    return coef @ Q.T
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, with its step
+        coef = np.power(1.0 - lr * lam, np.expand_dims(k, -1)) * (Q.T @ w0)  # (*k, d) in the eigenbasis
+        out = coef @ Q.T
+    bad = ~np.all(np.isfinite(out), axis=-1)
+    if np.any(bad):
+        raise DivergenceError(f"gradient descent diverged at step {int(np.min(k[bad])):d} (lr={lr:g}; stable only "
+                              f"for lr < 2/lambda_max(H) = {_threshold(lam)})")
+    return out
 
 
 def flow_quadratic(H: np.ndarray, w0: np.ndarray, t: np.ndarray | float) -> np.ndarray:
@@ -67,8 +73,8 @@ def gd_error_expansion(lam: float, amp: float, against: str = "flow") -> tuple[f
     C = lam^2 |amp| / (3e), a = lam / 4. On the grid t = lr k the maximum differs from max over t only at O(lr^2).
     """
     lam = as_positive("lam", lam)
-    if isinstance(amp, bool) or not isinstance(amp, int | float | np.integer | np.floating) or not np.isfinite(amp):
-        raise TypeError(f"amp must be a finite real number; got {amp!r}")
+    amp = as_real("amp", amp)
+    against = as_choice("against", against, ("flow", "modified"))
     if against == "flow":
         return lam * abs(amp) / (2 * np.e), 5 * lam / 12
     if against == "modified":
@@ -82,7 +88,7 @@ def exact_modified_hessian(H: np.ndarray, lr: float) -> np.ndarray:
     Exercise `ex-pre-exact`. Needs lr lambda < 1 for every eigenvalue lambda of H (otherwise I - lr H has an
     eigenvalue <= 0, and no symmetric matrix A has exp(-lr A) = I - lr H).
     """
-    H, _ = _validate(H, np.zeros(np.shape(H)[0] if np.ndim(H) == 2 else 0))
+    H = _validate_H(H)
     lr = as_positive("lr", lr)
     lam, Q = np.linalg.eigh(H)
     if np.any(lr * lam >= 1):
@@ -93,22 +99,34 @@ def exact_modified_hessian(H: np.ndarray, lr: float) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------------------------
 def _expm_apply(A: np.ndarray, w0: np.ndarray, t: np.ndarray | float) -> np.ndarray:
-    t = np.asarray(t, dtype=float)
+    t = as_real_array("t", t, nonempty=True)
     if np.any(t < 0):
         raise ValueError("t must be non-negative")
     lam, Q = np.linalg.eigh(A)
-    coef = np.exp(-np.multiply.outer(t, lam)) * (Q.T @ w0)  # (*t, d) in the eigenbasis
-    return coef @ Q.T
+    with np.errstate(over="ignore", invalid="ignore"):
+        coef = np.exp(-np.multiply.outer(t, lam)) * (Q.T @ w0)  # (*t, d) in the eigenbasis
+        out = coef @ Q.T
+    if not np.all(np.isfinite(out)):
+        raise DivergenceError(f"the flow overflows (H has a negative eigenvalue {lam[0]:.3g}, so exp(-H t) grows "
+                              f"without bound) before t = {float(np.max(t)):g}")
+    return out
+
+
+def _threshold(lam: np.ndarray) -> str:
+    return f"{2 / lam[-1]:.3g}" if lam[-1] > 0 else "none: H has no positive eigenvalue, GD diverges at every lr"
+
+
+def _validate_H(H: np.ndarray) -> np.ndarray:
+    H = as_real_array("H", H)
+    if H.ndim != 2 or H.shape[0] != H.shape[1] or H.size == 0:
+        raise ValueError(f"H must be a non-empty square matrix; got shape {H.shape}")
+    if not np.allclose(H, H.T, atol=1e-12 * (1 + np.abs(H).max())):
+        raise ValueError("H must be symmetric (it is the Hessian of the quadratic)")
+    return H
 
 
 def _validate(H: np.ndarray, w0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    H, w0 = np.asarray(H, dtype=float), np.asarray(w0, dtype=float)
-    if H.ndim != 2 or H.shape[0] != H.shape[1]:
-        raise ValueError(f"H must be a square matrix; got shape {H.shape}")
-    if not np.allclose(H, H.T, atol=1e-12 * (1 + np.abs(H).max())):
-        raise ValueError("H must be symmetric (it is the Hessian of the quadratic)")
+    H, w0 = _validate_H(H), as_real_array("w0", w0)
     if w0.shape != (H.shape[0],):
-        raise ValueError(f"w0 must have shape ({H.shape[0]},); got {w0.shape}")
-    if not (np.all(np.isfinite(H)) and np.all(np.isfinite(w0))):
-        raise ValueError("H and w0 must be finite")
+        raise ValueError(f"w0 must have shape ({H.shape[0]},) to match H {H.shape}; got {w0.shape}")
     return H, w0

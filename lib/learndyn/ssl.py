@@ -30,14 +30,23 @@ from scipy.integrate import solve_ivp
 
 from .core import (
     History,
+    as_bool,
+    as_callable,
+    as_choice,
     as_int,
+    as_nonnegative,
     as_positive,
     as_real_array,
+    as_real_like,
+    as_real_tensor,
+    as_seed,
+    check_alloc,
     check_finite,
     few_threads_if_small,
     get_device,
     make_generator,
     rk4_step,
+    steps_for,
 )
 
 __all__ = [
@@ -88,8 +97,9 @@ def tian_mode_rhs(p: np.ndarray | float, s: np.ndarray | float, sigma2: float, w
     """
     sigma2, wd = _sigma2_wd(sigma2, wd)
     alpha_p = as_positive("alpha_p", alpha_p)
-    p, s = np.asarray(p, dtype=float), np.asarray(s, dtype=float)
-    tau = s if tau is None else np.asarray(tau, dtype=float)
+    p, s = as_real_array("p", p, nonempty=True), as_real_array("s", s, nonempty=True)
+    tau = s if tau is None else as_real_array("tau", tau, nonempty=True)
+    _broadcast("p, s and tau", p, s, tau)
     c = 1.0 + sigma2
     drive = tau - c * p * s
     return alpha_p * drive - wd * p, 2.0 * p * drive - 2.0 * wd * s
@@ -120,13 +130,14 @@ def integrate_modes(p0: np.ndarray | float, s0: np.ndarray | float, sigma2: floa
     started on the aligned manifold (Ch 3, check V3.5).
     """
     sigma2, wd = _sigma2_wd(sigma2, wd)
-    t_eval = np.asarray(t_eval, dtype=float).ravel()
-    if t_eval.size == 0 or np.any(np.diff(t_eval) < 0) or t_eval[0] < 0 or not np.all(np.isfinite(t_eval)):
-        raise ValueError("t_eval must be a non-empty, finite, increasing array of times >= 0")
-    p0, s0 = np.broadcast_arrays(np.asarray(p0, dtype=float), np.asarray(s0, dtype=float))
-    if np.any(s0 < 0) or not (np.all(np.isfinite(p0)) and np.all(np.isfinite(s0))):
-        raise ValueError("s0 must be >= 0 (an eigenvalue of Phi Phi^T) and p0, s0 finite")
+    t_eval = _times("t_eval", t_eval)
+    p0, s0 = as_real_array("p0", p0, nonempty=True), as_real_array("s0", s0, nonempty=True)
+    p0, s0 = _broadcast("p0 and s0", p0, s0)
+    if np.any(s0 < 0):
+        raise ValueError("s0 must be >= 0 (an eigenvalue of Phi Phi^T)")
     shape, n = p0.shape, p0.size
+    if t_eval[-1] == 0:                                  # only t = 0 asked for: the start (solve_ivp needs a span)
+        return (np.broadcast_to(p0, (t_eval.size, *shape)).copy(), np.broadcast_to(s0, (t_eval.size, *shape)).copy())
 
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
         dp, ds = tian_mode_rhs(y[:n], y[n:], sigma2, wd)
@@ -145,8 +156,11 @@ def commutator_ratio(A: Array, B: Array) -> np.ndarray:
 
     Scale-free measure of how far A and B are from sharing eigenvectors (0 iff they commute).
     """
+    A, B = (x.detach() if isinstance(x, torch.Tensor) else x for x in _same_kind("A", A, "B", B))
     if not (isinstance(A, torch.Tensor) and isinstance(B, torch.Tensor)):
         A, B = torch.as_tensor(_numpy(A)), torch.as_tensor(_numpy(B))
+    if A.ndim < 2 or B.ndim < 2:
+        raise ValueError(f"A and B must be square matrices; got shapes {tuple(A.shape)} and {tuple(B.shape)}")
     if A.shape[-2:] != B.shape[-2:] or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"A and B must be square matrices of the same size; got {tuple(A.shape)} and {tuple(B.shape)}")
     num = torch.linalg.matrix_norm(A @ B - B @ A)
@@ -167,8 +181,15 @@ def noncontrastive_pop_grads(Phi: Array, P: Array, sigma2: float, stopgrad: bool
 
     Works on numpy arrays and torch tensors alike (same type out), batched over leading axes.
     """
-    sigma2 = as_positive("sigma2", sigma2)
+    sigma2 = as_nonnegative("sigma2", sigma2)
+    stopgrad = as_bool("stopgrad", stopgrad)
+    Phi, P = _same_kind("Phi", Phi, "P", P)
+    if target is not None:
+        target, Phi = _same_kind("target", target, "Phi", Phi)
+        P = _same_kind("P", P, "Phi", Phi)[0]
     _check_pair(Phi, P)
+    if target is not None and (target.ndim < 2 or tuple(target.shape[-2:]) != tuple(Phi.shape[-2:])):
+        raise ValueError(f"target must have the shape of Phi {tuple(Phi.shape)}; got {tuple(target.shape)}")
     if target is not None and tuple(target.shape[-2:]) != tuple(Phi.shape[-2:]):
         raise ValueError(f"target must have the shape of Phi {tuple(Phi.shape)}; got {tuple(target.shape)}")
     if target is not None and not stopgrad:
@@ -190,9 +211,12 @@ def noncontrastive_mc_grads(Phi: Array, P: Array, sigma2: float, n: int, stopgra
     Pairs from `two_view_gaussian(n, d1, sqrt(sigma2), seed)`; float64 on the CPU. Unbatched: Phi (d2, d1),
     P (d2, d2). An unbiased estimate of `noncontrastive_pop_grads` with O(1/sqrt(n)) error (Ch 3, check V3.1).
     """
-    sigma2 = as_positive("sigma2", sigma2)
+    sigma2 = as_nonnegative("sigma2", sigma2)
     n = as_int("n", n, minimum=1)
-    Phi, P = (torch.as_tensor(_numpy(a), dtype=torch.float64) for a in (Phi, P))
+    stopgrad, seed = as_bool("stopgrad", stopgrad), as_seed("seed", seed)
+    Phi, P = (torch.as_tensor(as_real_array(name, a, nonempty=True)) for name, a in (("Phi", Phi), ("P", P)))
+    if Phi.ndim >= 2:
+        check_alloc(f"noncontrastive_mc_grads with n = {n}", 3.0 * n * Phi.shape[-1])
     _check_pair(Phi, P)
     if Phi.ndim != 2:
         raise ValueError(f"noncontrastive_mc_grads takes one unbatched pair; got Phi of shape {tuple(Phi.shape)}")
@@ -215,10 +239,11 @@ def two_view_gaussian(n: int, d: int, sigma: float, seed: int = 0,
     deviation, so sigma2 = sigma**2). Then E[x x^T] = (1 + sigma^2) I and E[x' x^T] = I. float64, seeded on the CPU.
     """
     n, d = as_int("n", n, minimum=1), as_int("d", d, minimum=1)
-    sigma = as_positive("sigma", sigma)
+    sigma = as_nonnegative("sigma", sigma)
+    check_alloc(f"two_view_gaussian(n={n}, d={d})", 5.0 * n * d)
+    dev = get_device(device)
     gen = make_generator(seed)
     x0, e1, e2 = (torch.randn(n, d, generator=gen, dtype=torch.float64) for _ in range(3))
-    dev = get_device(device)
     return (x0 + sigma * e1).to(dev), (x0 + sigma * e2).to(dev)
 
 
@@ -246,33 +271,35 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
     (K, B, d2, d2). final: "Phi", "P" (numpy). Raises DivergenceError naming the step if the run leaves the finite
     numbers (checked at every recorded step, so record_every=1 names the exact step).
     """
-    sigma2 = as_positive("sigma2", sigma2)
-    h, T = as_positive("h", h), as_positive("T", T)
+    sigma2 = as_nonnegative("sigma2", sigma2)
+    n_steps = steps_for(T, h)
     record_every = as_int("record_every", record_every, minimum=1)
-    if method not in ("rk4", "euler"):
-        raise ValueError(f"method must be 'rk4' or 'euler'; got {method!r}")
+    symmetric_predictor, stopgrad = as_bool("symmetric_predictor", symmetric_predictor), as_bool("stopgrad", stopgrad)
+    use_predictor = as_bool("use_predictor", use_predictor)
+    method = as_choice("method", method, ("rk4", "euler"))
     if ema_beta is not None:
         ema_beta = as_positive("ema_beta", ema_beta)
         if not stopgrad:
             raise ValueError("ema_beta needs stopgrad=True: the EMA target is never differentiated")
     dev = get_device(device)
-    Phi, P = (torch.as_tensor(_numpy(a), dtype=torch.float64, device=dev) for a in (Phi0, P0))
-    _check_pair(Phi, P)
+    Phi, P = (as_real_tensor(name, a, device=dev) for name, a in (("Phi0", Phi0), ("P0", P0)))
+    _check_pair(Phi, P, "Phi0", "P0")
     if Phi.ndim == 2:
         Phi, P = Phi[None], P[None]
     if Phi.ndim != 3 or P.ndim != 3 or Phi.shape[0] != P.shape[0]:
         raise ValueError(f"Phi0 must be (B, d2, d1) and P0 (B, d2, d2) with the same B; got {tuple(Phi.shape)}, "
                          f"{tuple(P.shape)}")
+    check_alloc("simulate_noncontrastive's records", (n_steps // record_every + 2) * (P.numel() + 8 * Phi.shape[0]))
     if not use_predictor:
         P = torch.eye(P.shape[-1], dtype=torch.float64, device=dev).expand_as(P).clone()
     elif symmetric_predictor and not torch.allclose(P, P.mT, rtol=0, atol=1e-12 * (1 + float(P.abs().max()))):
         raise ValueError("P0 must be symmetric when symmetric_predictor=True (or pass symmetric_predictor=False)")
     lam = _wd_tensor(wd, Phi.shape[0], dev)
-    alpha_p = np.asarray(_numpy(alpha_p), dtype=float)
+    alpha_p = (as_positive("alpha_p", alpha_p) if isinstance(alpha_p, int | float | np.integer | np.floating)
+               else as_real_array("alpha_p", alpha_p, nonempty=True))
     if not (np.all(np.isfinite(alpha_p)) and np.all(alpha_p > 0)):
         raise ValueError(f"alpha_p (predictor learning rate) must be > 0, a float or one per run; got {alpha_p}")
-    alpha_p = _wd_tensor(alpha_p, Phi.shape[0], dev)
-    n_steps = max(1, round(T / h))
+    alpha_p = _wd_tensor(alpha_p, Phi.shape[0], dev, "alpha_p (predictor learning rate)")
 
     def rhs(state: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
         phi, p = state[0], state[1]
@@ -308,7 +335,7 @@ def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> to
     z equal) every term is log(2N - 1). Differentiable; stable (log-sum-exp).
     """
     temperature = as_positive("temperature", temperature)
-    z1, z2 = torch.as_tensor(z1), torch.as_tensor(z2)
+    z1, z2 = _tensors("z1", z1, "z2", z2)
     if z1.ndim != 2 or z1.shape != z2.shape or z1.shape[0] < 1:
         raise ValueError(f"z1 and z2 must both be (N, D) with N >= 1; got {tuple(z1.shape)} and {tuple(z2.shape)}")
     n = z1.shape[0]
@@ -323,6 +350,7 @@ def check_info_nce(fn: Callable[[np.ndarray, np.ndarray, float], float], seed: i
     """Checker for Exercise `ex-ssl1-ntxent` (Ch 3): `fn(z1, z2, temperature)` on numpy (N, D) arrays must return
     the NT-Xent loss (`info_nce`) to 1e-8 on random embeddings, and log(2N - 1) at collapse.
     Raises AssertionError naming the failing case."""
+    fn, seed = as_callable("fn", fn), as_seed("seed", seed)
     rng = np.random.default_rng(seed)
     for n, d, temp in ((1, 3, 0.5), (4, 5, 0.2), (7, 2, 2.0)):
         z1, z2 = rng.normal(size=(n, d)), rng.normal(size=(n, d))
@@ -349,9 +377,9 @@ def tian_final_state_lambda0(p0: np.ndarray | float, s0: np.ndarray | float,
     D <= 0). Arguments broadcast (s0 >= 0); returns (p_inf, s_inf).
     """
     sigma2, _ = _sigma2_wd(sigma2, 0.0)
-    p0, s0 = np.broadcast_arrays(np.asarray(p0, dtype=float), np.asarray(s0, dtype=float))
-    if np.any(s0 < 0) or not (np.all(np.isfinite(p0)) and np.all(np.isfinite(s0))):
-        raise ValueError("s0 must be >= 0 (an eigenvalue of Phi Phi^T) and p0, s0 finite")
+    p0, s0 = _broadcast("p0 and s0", as_real_array("p0", p0, nonempty=True), as_real_array("s0", s0, nonempty=True))
+    if np.any(s0 < 0):
+        raise ValueError("s0 must be >= 0 (an eigenvalue of Phi Phi^T)")
     c = 1.0 + sigma2
     imb = s0 - p0**2
     survive = (imb > -1.0 / c**2) & ~((p0 < 0) & (imb <= 0))
@@ -374,7 +402,7 @@ def balanced_time(p0: np.ndarray | float, p: np.ndarray | float, sigma2: float, 
     """
     sigma2, wd = _sigma2_wd(sigma2, wd)
     c = 1.0 + sigma2
-    p0, p = np.broadcast_arrays(np.asarray(p0, dtype=float), np.asarray(p, dtype=float))
+    p0, p = _broadcast("p0 and p", as_real_array("p0", p0, nonempty=True), as_real_array("p", p, nonempty=True))
     if wd == 0.0:
         if np.any((p0 <= 0) | (p <= 0) | ((p0 - 1 / c) * (p - 1 / c) <= 0)):
             raise ValueError("balanced_time at wd = 0 needs p0, p > 0 on the same side of the fixed point 1/c")
@@ -400,7 +428,7 @@ def optimal_predictor(F: np.ndarray, sigma2: float, wd: float = 0.0) -> np.ndarr
     (d2, d2) symmetric PSD; for wd = 0 F must be invertible (then P = I/c). Batched over leading axes.
     """
     sigma2, wd = _sigma2_wd(sigma2, wd)
-    F = as_real_array("F", F)
+    F = as_real_array("F", F, nonempty=True)
     square = F.ndim >= 2 and F.shape[-1] == F.shape[-2]
     if not square or not np.allclose(F, F.swapaxes(-1, -2), atol=1e-12 * (1 + abs(F).max())):
         raise ValueError(f"F must be a symmetric square matrix (Phi Phi^T); got shape {F.shape}")
@@ -420,11 +448,11 @@ def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: 
     `eq-ssl1-directpred`). Phi0 (B, d2, d1) or (d2, d1); wd a float or one per run. Returns a History with "t",
     "eigF" (K, B, d2) ascending, "phi_norm" (K, B); final "Phi".
     """
-    sigma2 = as_positive("sigma2", sigma2)
-    h, T = as_positive("h", h), as_positive("T", T)
+    sigma2 = as_nonnegative("sigma2", sigma2)
+    n_steps = steps_for(T, h)
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
-    Phi = torch.as_tensor(_numpy(Phi0), dtype=torch.float64, device=dev)
+    Phi = as_real_tensor("Phi0", Phi0, device=dev)
     if Phi.ndim == 2:
         Phi = Phi[None]
     if Phi.ndim != 3:
@@ -439,7 +467,6 @@ def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: 
         gain = (q * (root * (1.0 - c * root))[..., None, :]) @ q.mT     # P (I - c P) with P = F^{1/2}
         return (gain @ phi - lam * phi,)
 
-    n_steps = max(1, round(T / h))
     steps, records = [], {"t": [], "eigF": [], "phi_norm": []}
     state: tuple[torch.Tensor, ...] = (Phi,)
     with few_threads_if_small(Phi.device, Phi.numel()):
@@ -463,7 +490,7 @@ def alignment_rate(P: np.ndarray, F: np.ndarray, sigma2: float, wd: float = 0.0)
     batched over leading axes (P, F symmetric, same shape).
     """
     sigma2, wd = _sigma2_wd(sigma2, wd)
-    P, F = as_real_array("P", P), as_real_array("F", F)
+    P, F = as_real_array("P", P, nonempty=True), as_real_array("F", F, nonempty=True)
     if P.shape != F.shape or P.ndim < 2 or P.shape[-1] != P.shape[-2] or P.shape[-1] < 2:
         raise ValueError(f"P and F must be square matrices of the same size >= 2; got {P.shape} and {F.shape}")
     c = 1.0 + sigma2
@@ -488,11 +515,13 @@ def integrate_modes_general(p0: np.ndarray | float, phi0: np.ndarray | float, si
     alpha_p = as_positive("alpha_p", alpha_p)
     if ema_beta is not None:
         ema_beta = as_positive("ema_beta", ema_beta)
-    t_eval = np.asarray(t_eval, dtype=float).ravel()
-    if t_eval.size == 0 or np.any(np.diff(t_eval) < 0) or t_eval[0] < 0 or not np.all(np.isfinite(t_eval)):
-        raise ValueError("t_eval must be a non-empty, finite, increasing array of times >= 0")
-    p0, phi0 = np.broadcast_arrays(np.asarray(p0, dtype=float), np.asarray(phi0, dtype=float))
+    t_eval = _times("t_eval", t_eval)
+    p0, phi0 = _broadcast("p0 and phi0", as_real_array("p0", p0, nonempty=True),
+                          as_real_array("phi0", phi0, nonempty=True))
     shape, n, c = p0.shape, p0.size, 1.0 + sigma2
+    if t_eval[-1] == 0:                                  # only t = 0 asked for: the start (solve_ivp needs a span)
+        p, phi = (np.broadcast_to(x, (t_eval.size, *shape)).copy() for x in (p0, phi0))
+        return p, phi, phi.copy()
 
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
         p, phi = y[:n], y[n:2 * n]
@@ -526,7 +555,7 @@ def info_nce_grad(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) 
     on the tangent space of the sphere. Returns (grad_z1, grad_z2), each (N, D).
     """
     temperature = as_positive("temperature", temperature)
-    z1, z2 = torch.as_tensor(z1), torch.as_tensor(z2)
+    z1, z2 = _tensors("z1", z1, "z2", z2)
     if z1.ndim != 2 or z1.shape != z2.shape or z1.shape[0] < 1:
         raise ValueError(f"z1 and z2 must both be (N, D) with N >= 1; got {tuple(z1.shape)} and {tuple(z2.shape)}")
     n = z1.shape[0]
@@ -554,7 +583,7 @@ def info_nce_collapse_curvature(v: np.ndarray, temperature: float) -> float:
     collapse is a saddle. v has shape (N, D): one direction per example.
     """
     temperature = as_positive("temperature", temperature)
-    v = as_real_array("v", v)
+    v = as_real_array("v", v, nonempty=True)
     if v.ndim != 2 or v.shape[0] < 1:
         raise ValueError(f"v must be (N, D) with N >= 1; got shape {v.shape}")
     n = v.shape[0]
@@ -571,7 +600,7 @@ def spectral_contrastive_loss(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     positives (z1_i, z2_i), negatives the other examples' second views. Unbiased for the population loss
     -2 tr(Phi E[x' x^T] Phi^T) + E[(x^T Phi^T Phi x~)^2] of a linear encoder. z1, z2 (N, D), N >= 2.
     """
-    z1, z2 = torch.as_tensor(z1), torch.as_tensor(z2)
+    z1, z2 = _tensors("z1", z1, "z2", z2)
     if z1.ndim != 2 or z1.shape != z2.shape or z1.shape[0] < 2:
         raise ValueError(f"z1 and z2 must both be (N, D) with N >= 2; got {tuple(z1.shape)} and {tuple(z2.shape)}")
     n = z1.shape[0]
@@ -584,7 +613,8 @@ def spectral_contrastive_pop_grad(Phi: Array, sigma2: float) -> Array:
     """Population gradient of the spectral contrastive loss for a linear encoder under eq. `eq-ssl1-data` (Ch 3):
     L = -2 tr F + c^2 tr F^2 (F = Phi Phi^T, c = 1 + sigma2), so grad = -4 Phi + 4 c^2 F Phi, eq.
     `eq-ssl1-spectral-grad`. numpy or torch, batched over leading axes."""
-    sigma2 = as_positive("sigma2", sigma2)
+    sigma2 = as_nonnegative("sigma2", sigma2)
+    Phi = as_real_like("Phi", Phi)
     if Phi.ndim < 2:
         raise ValueError(f"Phi must be a matrix (d2, d1); got shape {tuple(Phi.shape)}")
     c = 1.0 + sigma2
@@ -602,7 +632,7 @@ def spectral_contrastive_modes(s0: np.ndarray | float, sigma2: float, wd: float,
     sigma2, wd = _sigma2_wd(sigma2, wd)
     if wd >= 4.0:
         raise ValueError(f"spectral_contrastive_modes needs wd < 4 (above it every mode collapses); got {wd}")
-    s0, t = np.broadcast_arrays(np.asarray(s0, dtype=float), np.asarray(t, dtype=float))
+    s0, t = _broadcast("s0 and t", as_real_array("s0", s0, nonempty=True), as_real_array("t", t, nonempty=True))
     if np.any(s0 < 0) or np.any(t < 0):
         raise ValueError("s0 and t must be >= 0")
     c = 1.0 + sigma2
@@ -619,18 +649,17 @@ def simulate_spectral_contrastive(Phi0: Array, sigma2: float, wd: float | Array 
     Phi0 (B, d2, d1) or (d2, d1). Returns a History with "t", "eigF" (K, B, d2) ascending and "loss" (K, B)
     = -2 tr F + c^2 tr F^2; final "Phi". The reference for `spectral_contrastive_modes`.
     """
-    sigma2 = as_positive("sigma2", sigma2)
-    h, T = as_positive("h", h), as_positive("T", T)
+    sigma2 = as_nonnegative("sigma2", sigma2)
+    n_steps = steps_for(T, h)
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
-    Phi = torch.as_tensor(_numpy(Phi0), dtype=torch.float64, device=dev)
+    Phi = as_real_tensor("Phi0", Phi0, device=dev)
     if Phi.ndim == 2:
         Phi = Phi[None]
     if Phi.ndim != 3:
         raise ValueError(f"Phi0 must be (B, d2, d1) or (d2, d1); got shape {tuple(Phi.shape)}")
     lam = _wd_tensor(wd, Phi.shape[0], dev)
     c = 1.0 + sigma2
-    n_steps = max(1, round(T / h))
     steps, records = [], {"t": [], "eigF": [], "loss": []}
     state: tuple[torch.Tensor, ...] = (Phi,)
     with few_threads_if_small(Phi.device, Phi.numel()):
@@ -651,7 +680,7 @@ def simulate_spectral_contrastive(Phi0: Array, sigma2: float, wd: float | Array 
 
 # ---- helpers -----------------------------------------------------------------------------------------------------
 def _sigma2_wd(sigma2: float, wd: float) -> tuple[float, float]:
-    sigma2 = as_positive("sigma2", sigma2)
+    sigma2 = as_nonnegative("sigma2", sigma2)
     if isinstance(wd, bool) or not isinstance(wd, int | float | np.integer | np.floating):
         raise TypeError(f"wd (weight decay) must be a real number; got {type(wd).__name__}")
     if not np.isfinite(wd) or wd < 0:
@@ -659,25 +688,60 @@ def _sigma2_wd(sigma2: float, wd: float) -> tuple[float, float]:
     return sigma2, float(wd)
 
 
-def _wd_tensor(wd: float | Array, batch: int, device: torch.device) -> torch.Tensor:
-    w = np.asarray(_numpy(wd), dtype=float)
+def _wd_tensor(wd: float | Array, batch: int, device: torch.device,
+               what: str = "wd (weight decay)") -> torch.Tensor:
+    if isinstance(wd, bool | int | float | np.integer | np.floating):
+        _sigma2_wd(1.0, wd)
+    w = as_real_array(what.split()[0], wd)
     if w.ndim == 0:
-        _sigma2_wd(1.0, float(w))
         w = np.full(batch, float(w))
     if w.shape != (batch,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError(f"wd (weight decay) must be a float >= 0 or one value >= 0 per run, shape ({batch},); "
+        raise ValueError(f"{what} must be a float >= 0 or one value >= 0 per run, shape ({batch},); "
                          f"got {w.tolist()}")
     return torch.as_tensor(w, dtype=torch.float64, device=device)[:, None, None]
 
 
-def _check_pair(Phi: Array, P: Array) -> None:
+def _check_pair(Phi: Array, P: Array, name_phi: str = "Phi", name_p: str = "P") -> None:
     if Phi.ndim < 2 or P.ndim < 2:
-        raise ValueError(f"Phi and P must be matrices; got shapes {tuple(Phi.shape)} and {tuple(P.shape)}")
+        raise ValueError(f"{name_phi} and {name_p} must be matrices; got shapes {tuple(Phi.shape)} and "
+                         f"{tuple(P.shape)}")
     if P.shape[-1] != P.shape[-2]:
-        raise ValueError(f"P (predictor) must be square (d2, d2); got {tuple(P.shape)}")
+        raise ValueError(f"{name_p} (predictor) must be square (d2, d2); got {tuple(P.shape)}")
     if P.shape[-1] != Phi.shape[-2]:
-        raise ValueError(f"P {tuple(P.shape)} and Phi {tuple(Phi.shape)} do not match: P must be (d2, d2) for Phi "
-                         "(d2, d1)")
+        raise ValueError(f"{name_p} {tuple(P.shape)} and {name_phi} {tuple(Phi.shape)} do not match: {name_p} must "
+                         f"be (d2, d2) for {name_phi} (d2, d1)")
+    if P.shape[:-2] != Phi.shape[:-2]:
+        raise ValueError(f"{name_p} {tuple(P.shape)} and {name_phi} {tuple(Phi.shape)} must have the same batch axes")
+
+
+def _times(name: str, t: np.ndarray) -> np.ndarray:
+    t = as_real_array(name, t, nonempty=True).ravel()
+    if np.any(np.diff(t) < 0) or t[0] < 0:
+        raise ValueError(f"{name} must be an increasing array of times >= 0")
+    return t
+
+
+def _broadcast(names: str, *arrays: np.ndarray) -> list[np.ndarray]:
+    try:
+        return list(np.broadcast_arrays(*arrays))
+    except ValueError as err:
+        raise ValueError(f"{names} must broadcast together; got shapes {[a.shape for a in arrays]}") from err
+
+
+def _same_kind(name_a: str, a: Array, name_b: str, b: Array) -> tuple[Array, Array]:
+    """Validate two real arguments that work on numpy and torch alike; a numpy one joins a tensor partner."""
+    a, b = as_real_like(name_a, a), as_real_like(name_b, b)
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        ref = a if isinstance(a, torch.Tensor) else b
+        dtype = torch.promote_types(a.dtype, b.dtype) if isinstance(a, torch.Tensor) and isinstance(
+            b, torch.Tensor) else ref.dtype
+        a, b = (torch.as_tensor(x).to(device=ref.device, dtype=dtype) for x in (a, b))
+    return a, b
+
+
+def _tensors(name_a: str, a: Array, name_b: str, b: Array) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b = _same_kind(name_a, a, name_b, b)
+    return torch.as_tensor(a), torch.as_tensor(b)
 
 
 def _metrics(state: tuple[torch.Tensor, ...], sigma2: float, t: float, step: int) -> dict[str, np.ndarray | float]:

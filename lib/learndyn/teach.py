@@ -114,6 +114,7 @@ def parse_title(title: str) -> tuple[str, tuple[str, ...], int, int | None]:
 
 def chapter_name(stem: str) -> str:
     """``00_preface`` -> "Preface", ``03_ssl`` -> "Chapter 3" (the book numbers chapters by their file prefix)."""
+    _need_str("stem", stem)
     prefix = stem.split("_", 1)[0]
     if not prefix.isdigit():
         return stem
@@ -122,6 +123,8 @@ def chapter_name(stem: str) -> str:
 
 def read_exercises(text: str, chapter: str) -> list[Exercise]:
     """The exercises of one chapter source (MyST markdown), in order of appearance, with their solutions."""
+    _need_str("text", text)
+    _need_str("chapter", chapter)
     solutions = {lab: src for lab, src, _, _ in _solution_regions(text)}
     out = []
     for m in _EXERCISE.finditer(text):
@@ -135,6 +138,8 @@ def read_exercises(text: str, chapter: str) -> list[Exercise]:
 
 def find_book(start: str | Path | None = None) -> Path:
     """The book's root: `start` or the first folder above the working directory with `_toc.yml` and `_config.yml`."""
+    if start is not None and not isinstance(start, str | Path):
+        raise TypeError(f"start (the book's folder) must be a path or None; got {type(start).__name__}")
     here = Path(start) if start is not None else Path.cwd()
     for folder in [here, *here.resolve().parents]:
         if (folder / "_toc.yml").is_file() and (folder / "_config.yml").is_file():
@@ -164,6 +169,7 @@ def strip_solutions(text: str, mode: str = "remove") -> str:
     ``raise NotImplementedError``), preceded by what to define and followed by the self-check cell when
     `learndyn.exercises` has a checker for the exercise; other solutions disappear (student notebooks).
     """
+    _need_str("text", text)
     if mode not in ("remove", "stub"):
         raise ValueError(f"mode must be 'remove' or 'stub'; got {mode!r}")
     exercises = {ex.label: ex for ex in read_exercises(text, "")}
@@ -182,6 +188,8 @@ def student_notebook(md_path: str | Path) -> Any:
     """The student notebook (nbformat) of one chapter source: solutions stubbed, see `strip_solutions`."""
     import jupytext
 
+    if not isinstance(md_path, str | Path):
+        raise TypeError(f"md_path must be a path to a chapter source; got {type(md_path).__name__}")
     md_path = Path(md_path)
     if not md_path.is_file():
         raise FileNotFoundError(f"md_path: no chapter source at {md_path}")
@@ -330,6 +338,8 @@ def write_assignment(name: str, labels: Sequence[str], out: str | Path, manual: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point: ``python -m learndyn.teach {list,notebooks,book,assignment} ...``."""
+    if argv is not None and (not isinstance(argv, list | tuple) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of strings such as ['list'] (or None: sys.argv); got {argv!r}")
     parser = argparse.ArgumentParser(prog="python -m learndyn.teach", description=__doc__.split("\n\n")[0])
     parser.add_argument("--book", default=None, help="the book's root (default: found above the working directory)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -431,6 +441,11 @@ def _student_config(path: Path) -> None:
         buttons.pop(key, None)
     config["launch_buttons"] = buttons
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def _need_str(name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string; got {type(value).__name__}")
 
 
 def _points(n: int) -> str:
