@@ -13,6 +13,7 @@ One module per subject, each naming the chapter and equations it implements:
 - `implicit_bias`  implicit bias of GD on separable data, the max-margin SVM (Ch 5)
 - `sharpness`   Hessian-free sharpness and the edge of stability (Ch 6)
 - `large_stepsize`  large-step GD on separable logistic regression (Ch 7)
+- `diagonal`    diagonal linear networks: hyperbolic entropy, saddle-to-saddle recursion, large steps (Ch 8)
 - `exercises`   self-checks for the coding exercises (`check_<name>(answer)`)
 - `teach`       student notebooks and nbgrader assignments (`python -m learndyn.teach --help`)
 
@@ -27,7 +28,7 @@ from .core import History, get_device, setup
 
 __version__ = "0.1.0"
 _SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "ssl", "barlow", "implicit_bias",
-               "sharpness", "large_stepsize", "exercises", "teach")
+               "sharpness", "large_stepsize", "diagonal", "exercises", "teach")
 __all__ = ["History", "checks", "core", "get_device", "setup", *_SUBMODULES]
 
 

@@ -501,3 +501,35 @@ def _close_or_explain(name: str, got: np.ndarray, ref: np.ndarray, where: Callab
     if got.ndim == 1 and bad.size < got.size:
         side = " (right at the start of the list, wrong further on)" if bad[0] > 0 else " (wrong at the start)"
     raise AssertionError(f"{name} is wrong at {where(int(bad[0]))} and {bad.size - 1} other entries{side}: {hint}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Chapter 8 (appended; registered below as the others are, through CHECKS and __all__)
+def check_diag_mirror(fn: Any) -> None:
+    """Checker of `ex-diag-mirror`: fn(w, alpha) = grad Q_alpha(w) = arcsinh(w / (2 alpha^2)), eq. `eq-diag-mirror-map`,
+    tested against a central finite difference of the hyperbolic entropy at several scales."""
+    _callable("fn", fn, "fn(w, alpha)")
+    from .diagonal import hyperbolic_entropy
+
+    rng = np.random.default_rng(81)
+    for alpha in (0.05, 1.0, 7.0):
+        w = rng.standard_normal(6) * 2
+        got = _array("fn(w, alpha)", fn(w, alpha), (6,), "one partial derivative per coordinate")
+        h = 1e-6 * max(1.0, alpha**2)
+        ref = np.array([(hyperbolic_entropy(w + h * e, alpha) - hyperbolic_entropy(w - h * e, alpha)) / (2 * h)
+                        for e in np.eye(6)])
+        _no_constant_factor("fn(w, alpha)", got, ref,
+                            "compare q'(z) with arcsinh(z/2) and mind the chain rule 1/alpha^2")
+        _close_or_explain("fn(w, alpha)", got, ref, lambda i, a=alpha: f"alpha = {a}, coordinate {i}",
+                          "differentiate q(w_i / alpha^2) and multiply by alpha^2", rtol=1e-5, atol=1e-7)
+    print("check_diag_mirror: your mirror map is the gradient of Q_alpha")
+
+
+CHECKS["ex-diag-mirror"] = SelfCheck(
+    "ex-diag-mirror", check_diag_mirror, "my_mirror",
+    "Define `my_mirror(w, alpha)`: the gradient of the hyperbolic entropy Q_alpha at w.",
+    "",
+    """def my_mirror(w, alpha):
+    return np.arcsinh(np.asarray(w) / (2 * alpha**2))""",
+    "assert callable(my_mirror), 'my_mirror must be a function'")
+__all__.append("check_diag_mirror")

@@ -1,0 +1,276 @@
+"""Diagonal linear networks w = u_+ * u_+ - u_- * u_- (Chapter 8): implicit bias, saddles and large steps.
+
+Conventions: the loss is L(w) = 1/2 ||X w - y||^2 (Chapter 1), the layers start at u_+ = u_- = alpha (so w_0 = 0),
+and the flow is du_+/dt = -grad_{u_+} L = -2 u_+ * g, du_-/dt = +2 u_- * g with g = X^T (X w - y). GD step k is
+compared with flow time t = eta k. Theory: numpy and scipy, float64. Simulators: torch, batched over runs (one
+alpha and one eta per run), on `device`.
+
+- `hyperbolic_entropy`, `mirror_map`: Q_alpha and its gradient (eq-diag-entropy, eq-diag-mirror-map).
+- `entropy_interpolator`: argmin Q_alpha(w) subject to X w = y, by scipy's trust-constr on the primal program
+  (the independent side of the implicit-bias checks); alpha may be one number or one per coordinate.
+- `basis_pursuit`: argmin ||w||_1 subject to X w = y, by linear programming (scipy.optimize.linprog, HiGHS).
+- `kkt_distance_bound`: the a-posteriori bound eq-diag-kkt-bound on the distance of an interpolator to argmin Q_alpha.
+- `l2_correction`: the leading correction eq-diag-l2-corr of argmin Q_alpha to X^+ y for large alpha.
+- `saddle_sequence`: the saddle-to-saddle recursion eq-diag-jump of Pesme & Flammarion (2023) for alpha -> 0.
+- `l1_statistical_dimension`: the phase transition of basis pursuit (Amelunxen, Lotz, McCoy & Tropp 2014).
+- `gd_diagonal`: batched GD on (u_+, u_-), with the exact shrinkage sum of eq-diag-gd-alpha.
+
+References: Woodworth et al. (2020), Pesme & Flammarion (2023), Even, Pesme, Gunasekar & Flammarion (2023).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.optimize import LinearConstraint, linprog, lsq_linear, minimize, minimize_scalar
+from scipy.stats import norm
+
+from .core import History
+
+__all__ = ["hyperbolic_entropy", "mirror_map", "entropy_interpolator", "basis_pursuit", "kkt_distance_bound",
+           "l2_correction", "saddle_sequence", "Saddles", "l1_statistical_dimension",
+           "gd_diagonal"]
+
+
+# --- theory ------------------------------------------------------------------------------------------------------
+def hyperbolic_entropy(w: np.ndarray, alpha: float | np.ndarray) -> float:
+    """Q_alpha(w) = sum_i alpha_i^2 q(w_i / alpha_i^2), q(z) = 2 - sqrt(4 + z^2) + z arcsinh(z / 2), eq-diag-entropy."""
+    w, a2 = _w_alpha2(w, alpha)
+    z = w / a2
+    return float(np.sum(a2 * (2 - np.sqrt(4 + z**2) + z * np.arcsinh(z / 2))))
+
+
+def mirror_map(w: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
+    """The mirror map psi = grad Q_alpha(w) = arcsinh(w / (2 alpha^2)), eq-diag-mirror-map."""
+    w, a2 = _w_alpha2(w, alpha)
+    return np.arcsinh(w / (2 * a2))
+
+
+def entropy_interpolator(X: np.ndarray, y: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
+    """argmin Q_alpha(w) subject to X w = y, solved on the primal with scipy's trust-constr (exact Hessian).
+
+    The program is strictly convex (the Hessian of Q_alpha is diag(1/sqrt(w^2 + 4 alpha^4)) > 0). Started from the
+    minimum-norm interpolator; the result is polished by Newton steps on the optimality system (eq-diag-kkt), so it
+    solves X w = y and grad Q_alpha(w) in range(X^T) to float64 accuracy. alpha: a number or one per coordinate.
+    """
+    X, y = _design(X, y)
+    _, a2 = _w_alpha2(np.zeros(X.shape[1]), alpha)
+
+    def hess(w: np.ndarray) -> np.ndarray:
+        return np.diag(1 / np.sqrt(w**2 + 4 * a2**2))
+
+    res = minimize(lambda w: hyperbolic_entropy(w, np.sqrt(a2)), np.linalg.pinv(X) @ y,
+                   jac=lambda w: mirror_map(w, np.sqrt(a2)), hess=hess, method="trust-constr",
+                   constraints=[LinearConstraint(X, y, y)], options={"gtol": 1e-12, "xtol": 1e-15, "maxiter": 4000})
+    w = res.x
+    n, d = X.shape
+    lam = np.linalg.lstsq(X.T, mirror_map(w, np.sqrt(a2)), rcond=None)[0]
+    for _ in range(30):  # Newton on F(w, lam) = (psi(w) - X^T lam, X w - y) = 0
+        F = np.concatenate([mirror_map(w, np.sqrt(a2)) - X.T @ lam, X @ w - y])
+        J = np.block([[hess(w), -X.T], [X, np.zeros((n, n))]])
+        step = np.linalg.solve(J, F)
+        w, lam = w - step[:d], lam - step[d:]
+        if np.max(np.abs(step[:d])) <= 1e-15 * max(1.0, np.max(np.abs(w))):
+            break
+    return w
+
+
+def basis_pursuit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """argmin ||w||_1 subject to X w = y, as the linear program min 1^T (p + m), X (p - m) = y, p, m >= 0 (HiGHS)."""
+    X, y = _design(X, y)
+    d = X.shape[1]
+    res = linprog(np.ones(2 * d), A_eq=np.hstack([X, -X]), b_eq=y, bounds=(0, None), method="highs",
+                  options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+    if res.status != 0:
+        raise ValueError(f"basis_pursuit: the linear program failed ({res.message}); is X w = y solvable?")
+    return res.x[:d] - res.x[d:]
+
+
+def kkt_distance_bound(X: np.ndarray, w: np.ndarray, alpha: float | np.ndarray) -> tuple[float, np.ndarray]:
+    """A-posteriori bound eq-diag-kkt-bound on the distance of an interpolator w to w* = argmin Q_alpha.
+
+    With H = diag(1/sqrt(w^2 + 4 alpha^4)) and the defect p = psi(w) - X^T lam (lam by H^-1-weighted least
+    squares), ||w - w*||_H <= ||H^{-1/2} p|| to first order in w - w*, hence |w_i - w*_i| <= that / sqrt(H_ii).
+    Returns (the H-norm bound, the coordinate-wise bounds). w must interpolate (X w = y) for the bound to hold.
+    """
+    X = np.asarray(X, dtype=float)
+    w, a2 = _w_alpha2(w, alpha)
+    if X.ndim != 2 or X.shape[1] != w.size:
+        raise ValueError(f"X must be (n, {w.size}); got {X.shape}")
+    h_inv_sqrt = (w**2 + 4 * a2**2) ** 0.25  # H^{-1/2}
+    psi = mirror_map(w, np.sqrt(a2))
+    lam = np.linalg.lstsq((X * h_inv_sqrt).T, h_inv_sqrt * psi, rcond=None)[0]
+    e_h = float(np.linalg.norm(h_inv_sqrt * (psi - X.T @ lam)))
+    return e_h, e_h * h_inv_sqrt
+
+
+def l2_correction(X: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
+    """Leading large-alpha correction eq-diag-l2-corr: argmin Q_alpha - X^+ y = Pi_ker((X^+ y)^3) / (24 alpha^4)."""
+    X, y = _design(X, y)
+    alpha = _positive("alpha", alpha)
+    pinv = np.linalg.pinv(X)
+    cube = (pinv @ y) ** 3
+    return (cube - pinv @ (X @ cube)) / (24 * alpha**4)
+
+
+@dataclass
+class Saddles:
+    """The saddle sequence of `saddle_sequence`: jump times in accelerated time and the plateaus after them.
+
+    times:   (M,) accelerated jump times t~_m = 4 t / ln(1/alpha^2), m = 1..M, increasing
+    points:  (M + 1, d) the saddles w^(0) = 0, w^(1), ..., w^(M) (the last one interpolates)
+    losses:  (M + 1,) L(w^(m))
+    """
+
+    times: np.ndarray
+    points: np.ndarray
+    losses: np.ndarray
+
+
+def saddle_sequence(X: np.ndarray, y: np.ndarray, max_jumps: int = 100, tol: float = 1e-10) -> Saddles:
+    """The alpha -> 0 limit of the flow in accelerated time (Pesme & Flammarion 2023), eq-diag-jump.
+
+    s(t~) = -int_0^t~ grad L(w) is piecewise linear. From a saddle w^(m) at time t~_m, s moves with velocity
+    -grad L(w^(m)) until a coordinate with |s_i| < 1 (or one on the boundary whose w_i = 0 and which moves inwards)
+    reaches +-1; the next saddle minimises L subject to w_i = 0 where |s_i| < 1 and sign(w_i) = s_i where
+    |s_i| = 1 (bounded least squares, scipy lsq_linear). Stops when L(w) <= tol L(0).
+    """
+    X, y = _design(X, y)
+    n, d = X.shape
+    w, s, t = np.zeros(d), np.zeros(d), 0.0
+    times, points, losses = [], [w.copy()], [0.5 * float(y @ y)]
+    for _ in range(max_jumps):
+        g = X.T @ (X @ w - y)
+        if 0.5 * np.sum((X @ w - y) ** 2) <= tol * losses[0]:
+            break
+        gscale = np.max(np.abs(g))
+        moving = np.abs(g) > 1e-9 * gscale
+        target = -np.sign(g)
+        dist = 1 - target * s
+        ok = moving & (dist > 1e-12)
+        if not np.any(ok):
+            break
+        dt = np.where(ok, dist / np.where(ok, np.abs(g), 1.0), np.inf)
+        i = int(np.argmin(dt))
+        t += float(dt[i])
+        s = s - dt[i] * g
+        s[i] = target[i]
+        s = np.clip(s, -1, 1)
+        on = np.abs(np.abs(s) - 1) <= 1e-12
+        lo = np.where(on & (s > 0), 0.0, np.where(on, -np.inf, 0.0))
+        hi = np.where(on & (s < 0), 0.0, np.where(on, np.inf, 0.0))
+        cols = np.flatnonzero(on)
+        w = np.zeros(d)
+        res = lsq_linear(X[:, cols], y, bounds=(lo[cols], hi[cols]), method="bvls", tol=1e-14)
+        w[cols] = res.x
+        times.append(t)
+        points.append(w.copy())
+        losses.append(0.5 * float(np.sum((X @ w - y) ** 2)))
+    return Saddles(np.array(times), np.array(points), np.array(losses))
+
+
+def l1_statistical_dimension(d: int, p: int) -> float:
+    """Statistical dimension of the l1 descent cone at a p-sparse vector in R^d (ALMT 2014, eq-diag-statdim).
+
+    delta = min_{tau >= 0} p (1 + tau^2) + (d - p) E[(|g| - tau)_+^2],
+    E[(|g| - tau)_+^2] = 2 ((1 + tau^2) Phi(-tau) - tau phi(tau)) for g ~ N(0, 1).
+    """
+    if isinstance(d, bool) or isinstance(p, bool) or not isinstance(d, int | np.integer) or not isinstance(
+            p, int | np.integer):
+        raise TypeError(f"d and p must be integers; got {d!r}, {p!r}")
+    if not 0 < p < d:
+        raise ValueError(f"need 0 < p < d; got p = {p}, d = {d}")
+
+    def f(tau: float) -> float:
+        tail = 2 * ((1 + tau**2) * norm.cdf(-tau) - tau * norm.pdf(tau))
+        return p * (1 + tau**2) + (d - p) * tail
+
+    res = minimize_scalar(f, bounds=(0.0, 10.0), method="bounded", options={"xatol": 1e-12})
+    return float(res.fun)
+
+
+# --- simulator ---------------------------------------------------------------------------------------------------
+def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray, steps: int,
+                record_every: int = 0, device: torch.device | str | None = None) -> History:
+    """Batched GD on L = 1/2 ||X (u_+^2 - u_-^2) - y||^2 from u_+ = u_- = alpha, one (alpha, eta) per run, float64.
+
+    u_+ <- u_+ (1 - 2 eta g), u_- <- u_- (1 + 2 eta g), g = X^T (X w - y), the exact product form of eq-diag-gd-alpha.
+    Records the loss at every step ("loss", (steps + 1, B)) and w every `record_every` steps ("w", (K, B, d)) when
+    record_every > 0. final: "w" (B, d); "log_shrink" (B, d) = sum_k ln|1 - 4 eta^2 g_k^2|; "diverged" (B,) bool.
+    """
+    X, y = _design(X, y)
+    alpha, eta = np.atleast_1d(np.asarray(alpha, dtype=float)), np.atleast_1d(np.asarray(eta, dtype=float))
+    if alpha.ndim != 1 or alpha.shape != eta.shape:
+        raise ValueError(f"alpha and eta must be 1-d of one length (one per run); got {alpha.shape}, {eta.shape}")
+    if np.any(alpha <= 0) or np.any(eta <= 0) or not np.all(np.isfinite(alpha * eta)):
+        raise ValueError("alpha and eta must be positive and finite")
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
+        raise ValueError(f"steps must be a positive integer; got {steps!r}")
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    Xt, yt = torch.tensor(X, device=dev), torch.tensor(y, device=dev)
+    a = torch.tensor(alpha, device=dev)[:, None]
+    e2 = 2 * torch.tensor(eta, device=dev)[:, None]
+    up, um = a.repeat(1, X.shape[1]), a.repeat(1, X.shape[1])
+    log_shrink = torch.zeros_like(up)
+    losses = torch.empty(steps + 1, alpha.size, dtype=torch.float64, device=dev)
+    ws, rec = [], []
+    threads = torch.get_num_threads()
+    if dev.type == "cpu":
+        torch.set_num_threads(1)  # tiny tensors: a second thread only spins (measured: 20 x the CPU time)
+    try:
+        up, um, log_shrink, w = _gd_loop(Xt, yt, e2, up, um, log_shrink, losses, steps, record_every, ws, rec)
+    finally:
+        torch.set_num_threads(threads)
+    loss = losses.cpu().numpy()
+    metrics = {"loss": loss}
+    if record_every:
+        metrics["w"] = np.array(ws)
+    return History(np.array(rec) if record_every else np.arange(steps + 1), metrics,
+                   {"w": w.cpu().numpy(), "log_shrink": log_shrink.cpu().numpy(),
+                    "diverged": ~np.isfinite(loss[-1])})
+
+
+def _gd_loop(Xt: torch.Tensor, yt: torch.Tensor, e2: torch.Tensor, up: torch.Tensor, um: torch.Tensor,
+             log_shrink: torch.Tensor, losses: torch.Tensor, steps: int, record_every: int, ws: list, rec: list
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    for k in range(steps + 1):
+        w = up * up - um * um
+        r = w @ Xt.T - yt
+        losses[k] = 0.5 * (r * r).sum(1)
+        if record_every and k % record_every == 0:
+            ws.append(w.cpu().numpy())
+            rec.append(k)
+        if k == steps:
+            break
+        eg = e2 * (r @ Xt)  # 2 eta g, (B, d)
+        log_shrink += torch.log(torch.abs(1 - eg * eg))
+        up, um = up * (1 - eg), um * (1 + eg)
+    return up, um, log_shrink, w
+
+
+# --- helpers -----------------------------------------------------------------------------------------------------
+def _design(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise ValueError("X and y must be finite")
+    return X, y
+
+
+def _positive(name: str, x: float) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating) or not x > 0:
+        raise ValueError(f"{name} must be a positive number; got {x!r}")
+    return float(x)
+
+
+def _w_alpha2(w: np.ndarray, alpha: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w = np.asarray(w, dtype=float)
+    a = np.asarray(alpha, dtype=float)
+    if w.ndim != 1:
+        raise ValueError(f"w must be a vector; got shape {w.shape}")
+    if a.ndim > 1 or (a.ndim == 1 and a.shape != w.shape) or not np.all(a > 0) or not np.all(np.isfinite(a)):
+        raise ValueError(f"alpha must be positive: one number or one per coordinate of w ({w.size}); got {alpha!r}")
+    return w, np.broadcast_to(a**2, w.shape)

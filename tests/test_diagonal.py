@@ -1,0 +1,96 @@
+"""Unit tests of learndyn.diagonal (Chapter 8): limits, independent references, bad input."""
+
+import numpy as np
+import pytest
+import torch
+
+from learndyn import diagonal as dg
+
+
+def _problem(seed=0, n=6, d=14):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) / np.sqrt(n)
+    return X, rng.standard_normal(n)
+
+
+def test_entropy_and_mirror_map_against_autograd_and_limits():
+    w = np.linspace(-2, 2, 9)
+    for a in (0.2, 1.0, 3.0):
+        wt = torch.tensor(w, requires_grad=True)
+        z = wt / a**2
+        (a**2 * (2 - torch.sqrt(4 + z**2) + z * torch.asinh(z / 2))).sum().backward()
+        np.testing.assert_allclose(dg.mirror_map(w, a), wt.grad.numpy(), rtol=1e-12)
+    assert dg.hyperbolic_entropy(np.zeros(3), 0.5) == 0.0
+    big = 50.0  # l2 limit: Q ~ ||w||^2 / (4 alpha^2)
+    assert dg.hyperbolic_entropy(w, big) == pytest.approx(np.sum(w**2) / (4 * big**2), rel=1e-6)
+
+
+def test_entropy_interpolator_solves_the_kkt_conditions_and_matches_the_dual():
+    X, y = _problem()
+    for a in (0.1, 1.0, 5.0):
+        w = dg.entropy_interpolator(X, y, a)
+        np.testing.assert_allclose(X @ w, y, atol=1e-10)
+        psi = dg.mirror_map(w, a)
+        lam = np.linalg.lstsq(X.T, psi, rcond=None)[0]
+        np.testing.assert_allclose(X.T @ lam, psi, atol=1e-8)
+        assert dg.kkt_distance_bound(X, w, a)[0] < 1e-8
+
+
+def test_large_and_small_alpha_limits():
+    X, y = _problem(1)
+    w_l2 = np.linalg.pinv(X) @ y
+    w10 = dg.entropy_interpolator(X, y, 10.0)
+    np.testing.assert_allclose(w10 - w_l2, dg.l2_correction(X, y, 10.0), rtol=0.02, atol=1e-9)
+    w_bp = dg.basis_pursuit(X, y)
+    assert np.abs(w_bp).sum() <= np.abs(w_l2).sum() + 1e-9
+    np.testing.assert_allclose(X @ w_bp, y, atol=1e-8)
+
+
+def test_saddle_sequence_orthogonal_design_and_bp():
+    # orthogonal design: coordinates decouple, jump times 1/|w_i| (Chapter 2's order), last saddle = BP
+    X = np.eye(3, 5)
+    y = np.array([2.0, -0.5, 1.0])
+    sad = dg.saddle_sequence(X, y)
+    np.testing.assert_allclose(sad.times, [0.5, 1.0, 2.0], rtol=1e-12)
+    np.testing.assert_allclose(sad.points[-1], [2.0, -0.5, 1.0, 0, 0], atol=1e-12)
+    Xr, yr = _problem(2)
+    np.testing.assert_allclose(dg.saddle_sequence(Xr, yr).points[-1], dg.basis_pursuit(Xr, yr), atol=1e-7)
+
+
+def test_statistical_dimension():
+    from scipy.integrate import quad
+
+    tail = quad(lambda g: 2 * (g - 1.0) ** 2 * np.exp(-g * g / 2) / np.sqrt(2 * np.pi), 1.0, np.inf)[0]
+    assert dg.l1_statistical_dimension(60, 4) <= 4 * 2 + 56 * tail + 1e-9  # the minimum is below tau = 1
+    # statistical dimension: between p and d, increasing in p; p = d/2 large-d value ~ 0.8 d (Donoho-Tanner)
+    assert 4 < dg.l1_statistical_dimension(60, 4) < dg.l1_statistical_dimension(60, 8) < 60
+
+
+def test_gd_matches_flow_limit_and_exact_product_form():
+    X, y = _problem(4)
+    h = dg.gd_diagonal(X, y, np.array([1.0, 1.0]), np.array([1e-3, 2e-3]), 20_000)
+    w_star = dg.entropy_interpolator(X, y, 1.0)
+    for b in range(2):
+        _, tol = dg.kkt_distance_bound(X, h.final["w"][b], 1.0)
+        assert np.abs(h.final["w"][b] - w_star).max() <= 2 * tol.max() + 1e-9
+    assert np.all(h.final["log_shrink"] <= 0) and not h.final["diverged"].any()
+    assert h.metrics["loss"].shape == (20_001, 2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dg.hyperbolic_entropy(np.ones(3), -1.0),
+    lambda: dg.mirror_map(np.ones(3), np.ones(2)),
+    lambda: dg.entropy_interpolator(np.ones((2, 3)), np.ones(3), 1.0),
+    lambda: dg.l2_correction(np.ones((2, 3)), np.ones(2), 0.0),
+    lambda: dg.l1_statistical_dimension(10, 10),
+    lambda: dg.gd_diagonal(np.ones((2, 3)), np.ones(2), np.array([1.0]), np.array([1.0, 2.0]), 10),
+    lambda: dg.gd_diagonal(np.ones((2, 3)), np.ones(2), np.array([1.0]), np.array([1.0]), 0),
+])
+def test_bad_input_raises(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_statistical_dimension_type_error():
+    with pytest.raises(TypeError):
+        dg.l1_statistical_dimension(10.0, 2)
