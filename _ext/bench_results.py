@@ -66,6 +66,7 @@ def _render(data: dict[str, Any]) -> list[nodes.Node]:
                        [[r["case"], r["chapter"], r["sweep"], str(r["B"]), str(r["steps"]), _f(r["batched_s"], ".3f"),
                          _f(r["loop_s"], ".2f"), f"{r['ratio']:.1f}x", _f(r["rel_diff"], ".1e")]
                         for r in batched["rows"]])]
+        out += _printed(data["batched"])
     sharp = (data.get("sharpness_vs_pyhessian") or {}).get("results")
     if sharp:
         mod = sharp["model"]
@@ -77,6 +78,7 @@ def _render(data: dict[str, Any]) -> list[nodes.Node]:
                 _table(["Method", "Stopping tol", "Time (s)", "Rel. error", "HVPs", "Time / (HVPs x one HVP)"],
                        [[r["method"], _f(r["tol"], ".0e"), _f(r["seconds"], ".3f"), _f(r["rel_error"], ".1e"),
                          str(r["hvps"] or "—"), _f(r.get("hvp_overhead"), ".2f")] for r in sharp["rows"]])]
+        out += _printed(data["sharpness_vs_pyhessian"])
     nbs = data.get("notebooks")
     if nbs and nbs.get("rows"):
         rows = [[r["notebook"], _f(r["seconds"], ".1f"), "failed: " + r["error"] if r["error"] else
@@ -85,12 +87,34 @@ def _render(data: dict[str, Any]) -> list[nodes.Node]:
         rows.append(["whole book", _f(nbs["total_s"], ".0f"), f"budget {nbs['budget_total_s']:g} s", ""])
         out += [nodes.rubric(text="Notebook execution, each in a fresh kernel"),
                 _table(["Notebook", "Seconds", "Status", "Load (before / after)"], rows)]
-    for key, entry in data.items():
-        if isinstance(entry, dict) and "script" in entry and key not in ("batched", "sharpness_vs_pyhessian"):
+    # Scripts without a table of their own are separate runs of related measurements (the same timings, measured
+    # again): under their own heading, said to be separate runs, so that their numbers are not read as the tables'.
+    others = [(key, e) for key, e in data.items()
+              if isinstance(e, dict) and "script" in e and key not in _TABULATED]
+    if others:
+        out += [nodes.rubric(text="Other benchmark scripts (separate runs)"),
+                nodes.paragraph(text="These scripts ran for the same record, each in its own process after the ones "
+                                     "above. They time some of the same operations again, so their numbers differ "
+                                     "from the tables' by the run-to-run variation; the tables are the record.")]
+        for _, entry in others:
             text = (entry.get("stdout") or "").strip() or (entry.get("stderr") or "").strip() or "(no output)"
-            out += [nodes.rubric(text=f"{entry['script']} (printed output, return code {entry.get('returncode')})"),
-                    nodes.literal_block(text=text, language="text")]
+            out += [nodes.paragraph(text=f"{entry['script']} (a separate run, return code "
+                                         f"{entry.get('returncode')}):", classes=["bench-separate"]),
+                    nodes.literal_block(text=text, language="text", classes=["bench-separate"])]
     return out
+
+
+_TABULATED = ("batched", "sharpness_vs_pyhessian")
+
+
+def _printed(entry: dict[str, Any]) -> list[nodes.Node]:
+    """The printed output of the run a table comes from, right under that table."""
+    text = (entry.get("stdout") or "").strip() or (entry.get("stderr") or "").strip()
+    if not text:
+        return []
+    return [nodes.paragraph(text=f"Printed by {entry['script']} in the same run (return code "
+                                 f"{entry.get('returncode')}):", classes=["bench-printed"]),
+            nodes.literal_block(text=text, language="text", classes=["bench-printed"])]
 
 
 def _f(x: Any, spec: str) -> str:

@@ -2,11 +2,31 @@
 
 - Each inline script is emitted once per page: sphinx-thebe's configuration snippet is otherwise added twice under
   Jupyter Book 1.0 and the second copy throws "Identifier 'THEBE_JS_URL' has already been declared".
+- No pydata-sphinx-theme header bar. sphinx-book-theme 1.3.0 leaves pydata-sphinx-theme 0.17.1's default
+  `navbar_persistent = ["search-button-field"]` in place, so the (otherwise empty) pydata header is rendered: it
+  duplicates the sidebar's search field and holds hidden copies of the sidebar toggles. Both themes' scripts bind
+  to the *first* `.primary-toggle` / `.secondary-toggle` of the page, i.e. the hidden ones, so the visible
+  hamburger and contents buttons did nothing. With `navbar_persistent = []` the header is not rendered and the
+  visible buttons are the first (and only) ones.
+- Widgets are marked as snapshots on the static site. A widget's saved state renders its controls, which can be
+  moved, but nothing recomputes without a kernel: each widget output is wrapped in `div.widget-snapshot` with a
+  note and the page's "Run it on Colab" link (the URL the launch button uses).
+- Every figure image gets an alt text: its caption, else the first comment line of the cell that drew it, else the
+  section it is in, never its file path (Sphinx's default when there is no alt).
+- The general index is written only when some page has `{index}` entries (an empty "Index" page otherwise).
 """
 
 from __future__ import annotations
 
+import html
+import re
+from pathlib import Path
 from typing import Any
+
+from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def _dedupe_scripts(app, pagename: str, templatename: str, context: dict[str, Any], doctree) -> None:
@@ -20,6 +40,135 @@ def _dedupe_scripts(app, pagename: str, templatename: str, context: dict[str, An
     context["script_files"] = unique
 
 
+def _no_header_bar(app, config) -> None:
+    options = dict(config.html_theme_options or {})
+    options.setdefault("navbar_persistent", [])
+    config.html_theme_options = options
+
+
+def colab_url(config, srcdir: str | Path, docname: str) -> str | None:
+    """The Colab URL of a page, built as sphinx-book-theme's launch button builds it (None without a repository)."""
+    options = config.html_theme_options or {}
+    base = (options.get("launch_buttons") or {}).get("colab_url", "").strip("/")
+    repo = (options.get("repository_url") or "").strip("/")
+    if not base or "github.com/" not in repo:
+        return None
+    org_repo = repo.split("github.com/", 1)[1]
+    branch = options.get("repository_branch") or "main"
+    book = (options.get("path_to_docs") or "").strip("/")
+    book = f"{book}/" if book else ""
+    source = Path(srcdir) / docname
+    ext = ".ipynb" if source.with_suffix(".ipynb").exists() else next(
+        (s for s in (".md", ".ipynb", ".rst") if source.with_suffix(s).exists()), ".ipynb")
+    return f"{base}/github/{org_repo}/blob/{branch}/{book}{docname}{ext}"
+
+
+def snapshot_note(url: str | None) -> str:
+    link = (f' <a class="widget-snapshot__colab" href="{html.escape(url)}" target="_blank" rel="noopener">'
+            'Run it on Colab</a> to explore.') if url else " Run the chapter's notebook to explore."
+    return ('<p class="widget-snapshot__note" role="note"><span class="widget-snapshot__badge">Static snapshot</span> '
+            'The controls below do not recompute here: the picture was drawn when the book was built, at the '
+            f'initial settings.{link}</p>')
+
+
+_TEX_SYMBOLS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "Delta": "Δ", "epsilon": "ε", "varepsilon": "ε",
+    "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "Lambda": "Λ", "mu": "μ", "nu": "ν", "pi": "π",
+    "rho": "ρ", "sigma": "σ", "Sigma": "Σ", "tau": "τ", "phi": "φ", "varphi": "φ", "psi": "ψ", "omega": "ω",
+    "xi": "ξ", "zeta": "ζ", "top": "ᵀ", "nabla": "∇", "partial": "∂", "infty": "∞", "le": "≤", "leq": "≤",
+    "ge": "≥", "geq": "≥", "ne": "≠", "neq": "≠", "approx": "≈", "sim": "∼", "to": "→", "in": "∈", "cdot": "·",
+    "times": "×", "pm": "±", "sum": "Σ", "sqrt": "√", "ell": "ℓ", "ldots": "…", "dots": "…", "|": "‖",
+}
+
+
+def _tex_free(text: str) -> str:
+    """Caption text (math as its TeX source) as plain text for an alt attribute."""
+    text = re.sub(r"\\(?:t|d)?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", r"(\1)/(\2)", text)
+    text = re.sub(r"\\([a-zA-Z]+|\|)", lambda m: _TEX_SYMBOLS.get(m.group(1), ""), text)
+    text = re.sub(r"\\[,;:! ()\[\]]|[{}$]", " ", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _first_comment(cell: nodes.Element) -> str | None:
+    for block in cell.findall(nodes.literal_block):
+        for line in block.astext().splitlines():
+            line = line.strip()
+            if line.startswith("#") and not line.startswith(("#|", "# %%", "#!")):
+                text = line.lstrip("#").strip()
+                if text:
+                    return text
+            elif line:
+                break  # only a comment at the top of the cell describes it
+    return None
+
+
+def _section_title(node: nodes.Node) -> str | None:
+    while node is not None:
+        if isinstance(node, nodes.section) and node.children and isinstance(node[0], nodes.title):
+            return node[0].astext()
+        node = node.parent
+    return None
+
+
+def figure_alt(image: nodes.image) -> str:
+    """An alt text for a figure image from its caption, its cell's first comment, or its section."""
+    parent = image.parent
+    while parent is not None and not isinstance(parent, nodes.figure):
+        if isinstance(parent, nodes.container) and parent.get("nb_element") == "cell_code":
+            break
+        parent = parent.parent
+    if isinstance(parent, nodes.figure):
+        caption = next(iter(parent.findall(nodes.caption)), None)
+        if caption is not None and caption.astext().strip():
+            return _tex_free(caption.astext())
+    cell = image.parent
+    while cell is not None and not (isinstance(cell, nodes.container) and cell.get("nb_element") == "cell_code"):
+        cell = cell.parent
+    comment = _first_comment(cell) if cell is not None else None
+    if comment:
+        return f"Figure: {comment}"
+    title = _section_title(image)
+    return f"Figure of the section “{title}”" if title else "Figure"
+
+
+class BookHtmlOutputs(SphinxPostTransform):
+    """Figure alt texts and widget snapshot markers (HTML builders; after myst-nb has chosen the mime types)."""
+
+    default_priority = 50  # myst-nb's SelectMimeType runs at 4
+    formats = ("html",)
+
+    def run(self, **kwargs: Any) -> None:
+        for image in list(self.document.findall(nodes.image)):
+            uri = image.get("uri", "")
+            alt = image.get("alt", "")
+            if not alt or alt == uri or alt.endswith((".png", ".svg", ".jpg", ".jpeg", ".gif")):
+                image["alt"] = figure_alt(image)
+        url = None
+        for raw in list(self.document.findall(nodes.raw)):
+            if "html" in raw.get("format", "").split() and WIDGET_VIEW in raw.astext():
+                if url is None:
+                    url = colab_url(self.config, self.env.srcdir, self.env.docname) or ""
+                raw.replace_self(nodes.raw("", f'<div class="widget-snapshot">{snapshot_note(url or None)}'
+                                               f"{raw.astext()}</div>", format="html"))
+
+
+def _index_only_with_entries(app, env) -> None:
+    builder = app.builder
+    if getattr(builder, "format", "") != "html" or not hasattr(builder, "use_index"):
+        return
+    builder.use_index = builder.use_index and any(env.get_domain("index").entries.values())
+
+
+def _hasdoc_index(app, pagename: str, templatename: str, context: dict[str, Any], doctree) -> None:
+    hasdoc = context.get("hasdoc")
+    if hasdoc is not None and not getattr(app.builder, "use_index", True):
+        context["hasdoc"] = lambda name: name != "genindex" and hasdoc(name)
+
+
 def setup(app) -> dict[str, Any]:
+    app.connect("config-inited", _no_header_bar)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _hasdoc_index)
+    app.connect("env-updated", _index_only_with_entries)
+    app.add_post_transform(BookHtmlOutputs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

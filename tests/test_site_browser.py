@@ -3,6 +3,9 @@
 Serves `_build/html` on 127.0.0.1 and drives Debian's Chromium through Playwright. Every request to another host is
 blocked and counted as a failure: the site must work offline (MathJax, RequireJS and the widget manager are served by
 the site itself). Run after `make book` (`make site-check`). Screenshots go to `_build/screenshots/`.
+
+SITE_HTML (a built site's folder) and SITE_TOC (its table of contents) point the tests at another build, for example
+a small book of a few pages built with `jupyter-book build . --toc ... --path-output ...`.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-HTML = ROOT / "_build" / "html"
-SHOTS = ROOT / "_build" / "screenshots"
-TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+HTML = Path(os.environ.get("SITE_HTML") or ROOT / "_build" / "html")
+SHOTS = Path(os.environ.get("SITE_SHOTS") or ROOT / "_build" / "screenshots")
+TOC = yaml.safe_load(Path(os.environ.get("SITE_TOC") or ROOT / "_toc.yml").read_text())
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 PAGES = [TOC["root"]] + [c["file"] for p in TOC.get("parts", []) for c in p["chapters"]]
 CHAPTERS = [p for p in PAGES if p.startswith("chapters/")]
@@ -49,22 +52,30 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def browser():
+def playwright():
+    """One Playwright driver for the module (the sync API allows one at a time)."""
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
             pytest.fail(f"no Chromium at {CHROMIUM}: .ci/run installs it with apt")
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium); these tests run in CI")
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(playwright):
+    b = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    yield b
+    b.close()
 
 
 class Visit:
     """One page load with every console error, page error, failed and external request recorded."""
 
-    def __init__(self, browser, url: str, color_scheme: str = "light"):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=color_scheme)
+    def __init__(self, browser, url: str, color_scheme: str = "light", width: int = 1280, height: int = 900,
+                 mobile: bool = False):
+        self.context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme,
+                                           is_mobile=mobile, has_touch=mobile)
         self.external: list[str] = []
         self.errors: list[str] = []
         self.context.route("**/*", self._route)
@@ -72,6 +83,7 @@ class Visit:
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
         self.page.on("requestfailed", lambda r: self.errors.append(f"failed request: {r.url} ({r.failure})"))
+        self.page.on("response", lambda r: r.status >= 400 and self.errors.append(f"HTTP {r.status}: {r.url}"))
         self.page.set_default_timeout(90_000)  # generous: CI machines are slow and shared
         self.page.goto(url, wait_until="load")
         self.page.wait_for_timeout(300)  # let deferred scripts report their errors
@@ -94,7 +106,7 @@ class Visit:
         self.context.close()
 
 
-@pytest.mark.parametrize("page", [*PAGES, "search", "genindex"])
+@pytest.mark.parametrize("page", [*PAGES, "search", *(["genindex"] if (HTML / "genindex.html").exists() else [])])
 def test_page_loads_offline_without_errors(server, browser, page):
     visit = Visit(browser, f"{server}/{page}.html")
     try:
@@ -183,3 +195,229 @@ def test_screenshots(server, browser):
         finally:
             visit.close()
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000
+
+
+# ---- The site as readers meet it (issue 19): navigation, widgets, equations, figures, back matter. ----
+
+PHONE, DESKTOP = 390, 1400
+
+
+def _visible(page, selector: str):
+    """The visible elements matching a selector (the themes also render hidden copies of some buttons)."""
+    loc = page.locator(selector)
+    return [loc.nth(i) for i in range(loc.count()) if loc.nth(i).is_visible()]
+
+
+def _dialog_open(page, dialog_id: str) -> bool:
+    return page.evaluate(f"!!document.getElementById({dialog_id!r})?.open")
+
+
+def test_phone_menu_opens_on_a_tap_and_its_links_navigate(server, browser):
+    page_name = CHAPTERS[0]
+    visit = Visit(browser, f"{server}/{page_name}.html", width=PHONE, height=844, mobile=True)
+    try:
+        page = visit.page
+        toggles = _visible(page, ".primary-toggle")
+        assert len(toggles) == 1, f"{len(toggles)} visible menu buttons at {PHONE} px"
+        toggles[0].tap()
+        page.wait_for_function("document.getElementById('pst-primary-sidebar-modal').open", timeout=5_000)
+        links = _visible(page, "#pst-primary-sidebar-modal nav a.reference.internal[href$='.html']")
+        assert links, "the opened menu shows no chapter links"
+        target = links[-1]
+        href = target.get_attribute("href")
+        target.tap()
+        page.wait_for_url(lambda u: u.split("#")[0].endswith(href.split("/")[-1].split("#")[0]), timeout=10_000)
+        # A tap leaves no tooltip up (over the search icon, the next button of the header).
+        page.wait_for_timeout(300)
+        assert not _visible(page, ".tooltip.show"), "a tooltip stays up after a tap"
+    finally:
+        visit.close()
+
+
+def test_phone_contents_button_opens_the_page_toc(server, browser):
+    visit = Visit(browser, f"{server}/{CHAPTERS[0]}.html", width=PHONE, height=844, mobile=True)
+    try:
+        page = visit.page
+        toggles = _visible(page, ".secondary-toggle")
+        assert len(toggles) == 1, f"{len(toggles)} visible contents buttons at {PHONE} px"
+        toggles[0].tap()
+        page.wait_for_function("document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+        assert _visible(page, "#pst-secondary-sidebar-modal nav a"), "the page contents are empty"
+        box = page.locator("#pst-secondary-sidebar-modal").bounding_box()
+        page.touchscreen.tap(5 if box["x"] > 20 else PHONE - 5, 400)  # a tap on the backdrop closes the drawer
+        page.wait_for_function("!document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+        page.wait_for_timeout(300)
+        assert not _visible(page, ".tooltip.show"), "a tooltip stays up after a tap"
+    finally:
+        visit.close()
+
+
+def test_desktop_menu_button_collapses_the_sidebar(server, browser):
+    visit = Visit(browser, f"{server}/{CHAPTERS[0]}.html", width=DESKTOP)
+    try:
+        page = visit.page
+        sidebar = page.locator("#pst-primary-sidebar")
+        assert sidebar.is_visible()
+        toggles = _visible(page, ".primary-toggle")
+        assert len(toggles) == 1, f"{len(toggles)} visible menu buttons at {DESKTOP} px"
+        toggles[0].click()
+        page.wait_for_timeout(600)  # the collapse is animated (.25 s)
+        assert not sidebar.is_visible(), "the sidebar did not collapse"
+        assert not _dialog_open(page, "pst-primary-sidebar-modal"), "desktop opened the phone drawer"
+        toggles[0].click()
+        page.wait_for_timeout(600)
+        assert sidebar.is_visible(), "the sidebar did not come back"
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("width", [PHONE, DESKTOP])
+def test_one_search_entry_and_a_favicon(server, browser, width):
+    visit = Visit(browser, f"{server}/{CHAPTERS[0]}.html", width=width, mobile=width == PHONE)
+    try:
+        page = visit.page
+        searches = _visible(page, ".search-button-field, .search-button, #searchbox")
+        assert len(searches) == 1, f"{len(searches)} search entries visible at {width} px"
+        assert not _visible(page, ".bd-header"), "the empty pydata header bar is shown"
+        icon = page.evaluate("document.querySelector('link[rel~=icon]')?.href")
+        assert icon, "no favicon link"
+        assert page.request.get(icon).ok, f"favicon {icon} does not load"
+        page.wait_for_timeout(500)  # the browser asks for the icon after load
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_every_widget_is_marked_as_a_snapshot_with_a_colab_link(server, browser, page):
+    n_views = (HTML / f"{page}.html").read_text(encoding="utf-8").count("application/vnd.jupyter.widget-view+json")
+    visit = Visit(browser, f"{server}/{page}.html")
+    try:
+        if not n_views:
+            pytest.skip(f"{page} has no widget")
+        colab = visit.page.eval_on_selector_all(".bd-header-article a[href*='colab.research.google.com']",
+                                                "els => els.map(e => e.href)")
+        views = visit.page.locator('script[type="application/vnd.jupyter.widget-view+json"]')
+        assert views.count() == n_views
+        for i in range(n_views):
+            marker = views.nth(i).locator("xpath=ancestor::div[contains(@class,'widget-snapshot')][1]")
+            assert marker.count() == 1, f"{page}: widget {i + 1} is not wrapped as a snapshot"
+            note = marker.locator(".widget-snapshot__note")
+            assert note.is_visible() and "snapshot" in note.inner_text().lower(), f"{page}: widget {i + 1} unmarked"
+            link = note.locator("a.widget-snapshot__colab")
+            assert link.count() == 1 and link.get_attribute("href") in colab, (
+                f"{page}: widget {i + 1} has no Colab link matching the launch button {colab}")
+    finally:
+        visit.close()
+
+
+@pytest.fixture(scope="module")
+def scrollbar_browser(playwright):
+    """Chromium with scrollbars drawn (Playwright hides them by default): contexts with `is_mobile` get overlay
+    scrollbars, as phones, tablets and macOS have, which show nothing until the reader scrolls."""
+    b = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, ignore_default_args=["--hide-scrollbars"])
+    yield b
+    b.close()
+
+
+MATH_PAGES = [p for p in PAGES if 'class="math' in (HTML / f"{p}.html").read_text(encoding="utf-8")] \
+    if (HTML / "index.html").exists() else PAGES
+
+
+@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+@pytest.mark.parametrize("page", MATH_PAGES)
+def test_display_equations_fit_or_scroll_visibly(server, scrollbar_browser, page, width):
+    """No display equation is wider than its box, unless the box scrolls and shows a scrollbar even where
+    scrollbars are overlays."""
+    visit = Visit(scrollbar_browser, f"{server}/{page}.html", width=width, mobile=True)
+    try:
+        visit.typeset()
+        report = visit.page.evaluate("""() => [...document.querySelectorAll('mjx-container[display="true"]')]
+          .map((box) => {
+            const math = box.querySelector('mjx-math');
+            const need = Math.ceil(math ? math.getBoundingClientRect().width : box.scrollWidth);
+            const cs = getComputedStyle(box);
+            return {tex: (box.closest('.math')?.id || box.textContent.slice(0, 40)), need, have: box.clientWidth,
+                    scrolls: ['auto', 'scroll'].includes(cs.overflowX) && box.scrollWidth > box.clientWidth,
+                    bar: box.offsetHeight - box.clientHeight};
+          })""")
+        wide = [r for r in report if r["need"] > r["have"] + 1]
+        hidden = [r for r in wide if not (r["scrolls"] and r["bar"] >= 4)]
+        assert not hidden, (f"{page} at {width} px: {len(hidden)} of {len(report)} display equations are cut off "
+                            f"with no visible scrollbar: {hidden[:5]}")
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_dark_mode_shows_figures_on_a_light_card_undimmed(server, browser, page):
+    visit = Visit(browser, f"{server}/{page}.html", color_scheme="dark")
+    try:
+        assert visit.page.evaluate("document.documentElement.dataset.theme") == "dark"
+        styles = visit.page.eval_on_selector_all(
+            ".cell_output img",
+            "els => els.map(e => [getComputedStyle(e).filter, getComputedStyle(e).backgroundColor])")
+        assert styles, f"{page} has no figure"
+        bad = [s for s in styles if s[0] != "none" or s[1] not in ("rgb(255, 255, 255)", "rgba(255, 255, 255, 1)")]
+        assert not bad, f"{page}: {len(bad)} of {len(styles)} figures dimmed or without a light card: {bad[:3]}"
+    finally:
+        visit.close()
+
+
+def test_benchmark_tables_show_every_column_at_desktop_width(server, browser):
+    if "benchmarks" not in PAGES:
+        pytest.skip("no benchmarks page in this build")
+    visit = Visit(browser, f"{server}/benchmarks.html", width=DESKTOP)
+    try:
+        tables = visit.page.evaluate("""() => [...document.querySelectorAll('main table')].map((t) => {
+            const box = t.closest('.pst-scrollable-table-container') || t.parentElement;
+            return {head: t.querySelector('th')?.textContent, table: Math.ceil(t.getBoundingClientRect().width),
+                    box: box.clientWidth};
+          })""")
+        assert tables, "no table on the benchmarks page"
+        cut = [t for t in tables if t["table"] > t["box"] + 1]
+        assert not cut, f"benchmark tables wider than the column (last columns cut off): {cut}"
+    finally:
+        visit.close()
+
+
+def test_search_snippets_show_no_raw_tex(server, browser):
+    term = "Riccati" if any("deep_linear" in p for p in CHAPTERS) else "Euler"
+    visit = Visit(browser, f"{server}/search.html?q={term}")
+    try:
+        visit.page.wait_for_selector("#search-results li p.context", timeout=30_000)
+        visit.page.wait_for_timeout(1_000)  # every result's snippet is fetched separately
+        snippets = visit.page.eval_on_selector_all("#search-results li p.context", "els => els.map(e => e.textContent)")
+        raw = [s for s in snippets if any(t in s for t in ("\\(", "\\)", "\\[", "$$", "\\frac", "\\eta"))]
+        assert not raw, f"{len(raw)} of {len(snippets)} search snippets show raw TeX: {raw[:2]}"
+    finally:
+        visit.close()
+
+
+def test_screenshots_phone_and_desktop_light_and_dark(server, browser):
+    """Reader's-eye captures for review: the chapter at phone and desktop width, light and dark, and the open menu."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = CHAPTERS[0]
+    for width, mobile in ((PHONE, True), (DESKTOP, False)):
+        for scheme in ("light", "dark"):
+            visit = Visit(browser, f"{server}/{page}.html", color_scheme=scheme, width=width, height=900, mobile=mobile)
+            try:
+                visit.typeset()
+                name = SHOTS / f"{'phone' if mobile else 'desktop'}_{scheme}.png"
+                visit.page.screenshot(path=str(name))
+                fig = visit.page.locator(".cell_output img").first
+                if fig.count():
+                    fig.scroll_into_view_if_needed()
+                    visit.page.screenshot(path=str(name.with_name(name.stem + "_figure.png")))
+                widget = visit.page.locator(".widget-snapshot").first
+                if widget.count():
+                    widget.scroll_into_view_if_needed()
+                    visit.page.wait_for_timeout(500)
+                    visit.page.screenshot(path=str(name.with_name(name.stem + "_widget.png")))
+                if mobile and scheme == "light":
+                    _visible(visit.page, ".primary-toggle")[0].tap()
+                    visit.page.wait_for_timeout(400)
+                    visit.page.screenshot(path=str(SHOTS / "phone_menu_open.png"))
+            finally:
+                visit.close()
+            assert name.stat().st_size > 10_000

@@ -220,16 +220,21 @@ def first_crossing(x: np.ndarray | Sequence[float], thr: float,
     return steps[i].item()
 
 
-State = tuple[torch.Tensor, ...]
+State = tuple[torch.Tensor, ...] | tuple[np.ndarray, ...]
 
 
 def rk4_step(f: Callable[[State], State], state: State, h: float) -> State:
-    """One classical Runge-Kutta step for dy/dt = f(y) on a tuple of tensors (local error O(h^5))."""
+    """One classical Runge-Kutta step for dy/dt = f(y) on a tuple of tensors or of numpy arrays (local error
+    O(h^5))."""
     f = as_callable("f", f)
-    if not isinstance(state, tuple | list) or not state or not all(isinstance(s, torch.Tensor) for s in state):
-        raise TypeError(f"state must be a non-empty tuple of tensors; got {type(state).__name__}")
+    kinds = (torch.Tensor, np.ndarray)
+    if not isinstance(state, tuple | list) or not state or not all(isinstance(s, kinds) for s in state):
+        raise TypeError(f"state must be a non-empty tuple of tensors or numpy arrays; got {type(state).__name__}")
     for j, s in enumerate(state):
-        as_real_tensor(f"state[{j}]", s, allow_grad=True, dtype=None)
+        if isinstance(s, torch.Tensor):
+            as_real_tensor(f"state[{j}]", s, allow_grad=True, dtype=None)
+        else:
+            as_real_array(f"state[{j}]", s)
     h = as_positive("h", h)
     state = tuple(state)
     k1 = f(state)
