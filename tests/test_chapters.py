@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jupytext
 import pytest
 import yaml
 
@@ -80,3 +81,15 @@ def test_exercise_labels_unique_and_titles_carry_kind_difficulty_and_time():
                 f"{md.name}: exercise {label!r} title must say its kind and difficulty, e.g. '(coding, ★★, 20 min)'")
             assert re.search(r"★{1,3}, \d+ min\)\s*$", title), (
                 f"{md.name}: exercise {label!r} title must end with its estimated time, e.g. '(coding, ★★, 20 min)'")
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_no_figure_cell_makes_a_check(md):
+    """myst-nb wraps every displayed output of a cell with `figure` metadata in that figure: a check's output there
+    would become a second figure with the same name (a duplicate target, which fails the build)."""
+    nb = jupytext.read(md)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "figure" in cell.metadata.get("mystnb", {}):
+            assert not re.search(r"\bcheck_(close|between|less)\(", cell.source), (
+                f"{md.name}: the figure cell {cell.metadata['mystnb']['figure'].get('name')!r} makes a check: move the "
+                "check into a cell of its own")
