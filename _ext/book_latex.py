@@ -12,7 +12,8 @@ LaTeX build only, this post-transform
   solution headed by the number of its exercise (the exercises stay where they are, in their chapters);
 - drops interactive widgets, whose static figure stands next to each of them, and the website's bibliography page
   (LaTeX gathers the references into the bibliography at the end of the book);
-- drops the reproduction report's links back to check outputs (a PDF of the book has no "cell" to go to).
+- drops the reproduction report's links back to check outputs (a PDF of the book has no "cell" to go to);
+- sets the figures of exercises and solutions in place, as Sphinx does inside its own admonitions.
 """
 
 from __future__ import annotations
@@ -170,7 +171,28 @@ class SolutionsAppendix(SphinxPostTransform):
         top += appendix
 
 
+def _no_floats_inside(app) -> None:
+    """Exercises and solutions are admonition boxes in LaTeX, where a float (a captioned figure) is an error:
+    count them as Sphinx counts its own admonitions, so their figures are set in place ([H])."""
+    from sphinx_exercise import nodes as ex
+
+    for node, visit, depart in ((solution_node, ex.visit_solution_node, ex.depart_solution_node),
+                                (exercise_node, ex.visit_exercise_node, ex.depart_exercise_node),
+                                (exercise_enumerable_node, ex.visit_exercise_enumerable_node,
+                                 ex.depart_exercise_enumerable_node)):
+        def enter(self, n, visit=visit):
+            visit(self, n)
+            self.no_latex_floats += 1
+
+        def leave(self, n, depart=depart):
+            self.no_latex_floats -= 1
+            depart(self, n)
+
+        app.registry.add_translation_handlers(node, latex=(enter, leave))
+
+
 def setup(app) -> dict[str, Any]:
     app.add_post_transform(BookStructure)
     app.add_post_transform(SolutionsAppendix)
+    app.connect("builder-inited", _no_floats_inside)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
