@@ -95,7 +95,9 @@ def _cell(*content: nodes.Node | str) -> nodes.entry:
 
 
 def _table(columns: tuple[str, ...], widths: tuple[int, ...], rows: list[nodes.row], classes: list[str]) -> nodes.table:
-    table = nodes.table(classes=classes)
+    # colwidths-given: the LaTeX writer then sets the columns to these shares of the line (tabulary would let the
+    # eight columns of a chapter's table run off the page)
+    table = nodes.table(classes=[*classes, "colwidths-given"])
     group = nodes.tgroup(cols=len(columns))
     table += group
     for width in widths:
