@@ -438,6 +438,16 @@ def optimal_predictor(F: np.ndarray, sigma2: float, wd: float = 0.0) -> np.ndarr
     return np.linalg.solve(c * F + wd * eye, F).swapaxes(-1, -2)
 
 
+def _batched_phi(Phi0: Array, dev: torch.device) -> torch.Tensor:
+    """Phi0 as a (B, d2, d1) tensor on `dev`: a single (d2, d1) encoder becomes a batch of one."""
+    Phi = as_real_tensor("Phi0", Phi0, device=dev)
+    if Phi.ndim == 2:
+        Phi = Phi[None]
+    if Phi.ndim != 3:
+        raise ValueError(f"Phi0 must be (B, d2, d1) or (d2, d1); got shape {tuple(Phi.shape)}")
+    return Phi
+
+
 def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: float = 1e-2, T: float = 100.0,
                         record_every: int = 100, device: str | torch.device | None = None) -> History:
     """DirectPred (Tian et al. 2021) in the population model of Ch 3: the predictor is *set*, P := F^{1/2}.
@@ -452,11 +462,7 @@ def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: 
     n_steps = steps_for(T, h)
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
-    Phi = as_real_tensor("Phi0", Phi0, device=dev)
-    if Phi.ndim == 2:
-        Phi = Phi[None]
-    if Phi.ndim != 3:
-        raise ValueError(f"Phi0 must be (B, d2, d1) or (d2, d1); got shape {tuple(Phi.shape)}")
+    Phi = _batched_phi(Phi0, dev)
     lam = _wd_tensor(wd, Phi.shape[0], dev)
     c = 1.0 + sigma2
 
@@ -653,11 +659,7 @@ def simulate_spectral_contrastive(Phi0: Array, sigma2: float, wd: float | Array 
     n_steps = steps_for(T, h)
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
-    Phi = as_real_tensor("Phi0", Phi0, device=dev)
-    if Phi.ndim == 2:
-        Phi = Phi[None]
-    if Phi.ndim != 3:
-        raise ValueError(f"Phi0 must be (B, d2, d1) or (d2, d1); got shape {tuple(Phi.shape)}")
+    Phi = _batched_phi(Phi0, dev)
     lam = _wd_tensor(wd, Phi.shape[0], dev)
     c = 1.0 + sigma2
     steps, records = [], {"t": [], "eigF": [], "loss": []}
