@@ -232,3 +232,81 @@ def test_short_eos_run_v64_v65():
     assert s["post_increase_frac"] >= 0.1
     S = hist.final["sharpness"]
     assert 2.4 < S[0] < 3.0 and S[hist.final["eig_steps"] <= 100][-1] > 1.1 * S[0]  # progressive sharpening
+
+
+@pytest.mark.parametrize("act,seed", [("tanh", 0), ("tanh", 1), ("gelu", 0)])
+def test_krylov_matches_eigvalsh_and_records_its_residuals(data64, act, seed):
+    f, p = _tiny(data64, act=act, seed=seed)
+    H = sh.exact_hessian(f, p)
+    ev = np.linalg.eigvalsh(H)[::-1]
+    res = sh.top_eigs(f, p, k=3, method="krylov", iters=120, tol=1e-10)
+    vals, vecs = res  # still a (values, vectors) pair
+    np.testing.assert_allclose(vals, ev[:3], rtol=1e-9)
+    assert res.converged is True and res.hvps == res.iters <= 120 and res.method == "krylov"
+    Vt = sh._flatten({k: t[0] for k, t in vecs.items()}).numpy()
+    direct = np.linalg.norm(H @ Vt - vals[0] * Vt) / abs(vals[0])  # the recorded residual is the true one
+    np.testing.assert_allclose(res.residuals[0], direct, rtol=1e-6, atol=1e-13)
+    assert np.all(res.residuals <= 1e-10)
+
+
+def test_power_records_residuals_and_products(data64):
+    f, p = _tiny(data64)
+    H = sh.exact_hessian(f, p)
+    res = sh.top_eigs(f, p, k=2, iters=7, tol=0.0)
+    assert res.hvps == 14 and res.iters == 7 and res.converged is None  # tol = 0: a fixed budget, no verdict
+    V = np.stack([sh._flatten({k: t[j] for k, t in res.vectors.items()}).numpy() for j in range(2)], axis=1)
+    direct = np.linalg.norm(H @ V - V * res.values, axis=0) / np.abs(res.values)
+    np.testing.assert_allclose(res.residuals, direct, rtol=1e-6)
+
+
+def test_lanczos_records_products_and_residuals(data64):
+    f, p = _tiny(data64)
+    res = sh.top_eigs(f, p, k=2, method="lanczos", tol=1e-12)
+    assert res.hvps > 2 and res.converged is True and np.all(res.residuals < 1e-8)
+
+
+def test_top_k_is_ordered_by_value_not_modulus():
+    f, p = _quadratic([1.0, -3.0, 0.5])
+    vals, _ = sh.top_eigs(f, p, k=2, iters=80, tol=0.0)  # the block follows the moduli 3 and 1 ...
+    np.testing.assert_allclose(vals, [1.0, -3.0], rtol=1e-10)  # ... but reports them by value
+    kv, _ = sh.top_eigs(f, p, k=2, method="krylov", iters=3, tol=0.0)  # 3 products span R^3: exact
+    np.testing.assert_allclose(kv, [1.0, 0.5], rtol=1e-12)
+
+
+def test_warm_krylov_at_the_answer_is_exact(data64):
+    f, p = _tiny(data64, seed=1)
+    ev = np.linalg.eigvalsh(sh.exact_hessian(f, p))[::-1]
+    _, vecs = sh.top_eigs(f, p, k=2, method="lanczos", tol=1e-12)
+    vals, _ = sh.top_eigs(f, p, k=2, method="krylov", iters=2, v0=vecs, tol=0.0)
+    np.testing.assert_allclose(vals, ev[:2], rtol=1e-9)
+
+
+def test_tolerance_warnings(data64):
+    f, p = _tiny(data64)
+    with pytest.warns(sh.EigenToleranceWarning, match="not reached"):
+        res = sh.top_eigs(f, p, iters=2, tol=1e-12)
+    assert res.converged is False
+    with pytest.warns(sh.EigenToleranceWarning, match="not reached"):
+        sh.top_eigs(f, p, method="krylov", iters=3, tol=1e-12)
+    X, Y, _ = sh.digits_tensors(30, device="cpu")
+    f32, p32 = sh.model_loss(sh.make_mlp(width=4, depth=1), X, Y)
+    with pytest.warns(sh.EigenToleranceWarning, match="float32"):
+        sh.top_eigs(f32, p32, method="krylov", iters=200, tol=1e-10)
+    with pytest.raises(ValueError, match="method"):
+        sh.top_eigs(f, p, method="arnoldi")
+    with pytest.raises(ValueError, match="tol"):
+        sh.top_eigs(f, p, tol=float("nan"))
+    with pytest.raises(ValueError, match="iters"):
+        sh.top_eigs(f, p, k=3, method="krylov", iters=2)
+
+
+def test_training_loop_records_the_estimates_certificates(data64):
+    X, Y = data64
+    hist = sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1, dtype=torch.float64), X, Y, lr=0.1, steps=50,
+                                 eig_every=25, device="cpu")
+    assert hist.final["eig_hvps"][0] == 20 and np.all(hist.final["eig_hvps"][1:] <= 24)  # cold, then warm
+    assert hist.final["eig_residual"].shape == (3,) and np.all(hist.final["eig_residual"][1:] <= 2e-3)
+    f, _ = sh.model_loss(sh.make_mlp(width=4, depth=1, dtype=torch.float64), X, Y)
+    p_end = {k: torch.as_tensor(v) for k, v in hist.final["params"].items()}
+    exact = np.linalg.eigvalsh(sh.exact_hessian(f, p_end))[-1]
+    assert abs(hist.final["sharpness"][-1] / exact - 1) < 1e-3  # the accuracy the chapter asks of the estimate
