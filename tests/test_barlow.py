@@ -340,3 +340,16 @@ def test_dual_gd_equals_primal_gd():
         barlow.train_barlow_dual(np.ones((3, 3)), B0, 1e-3, 2)
     with pytest.raises(ValueError, match="B0"):
         barlow.train_barlow_dual(A @ A.T, B0[:5], 1e-3, 2)
+
+
+def test_gd_map_reports_the_step_it_diverges():
+    """a -> a (1 + r (1 - a) / 2)^2 at lr = 100 overflows at step 5, not at the last step of the run."""
+    a, first = 0.01, None
+    for k in range(1, 20):
+        a = a * (1 + 4 * 100 * 0.5 * (1 - a)) ** 2 if np.isfinite(a) else a
+        if not np.isfinite(a) and first is None:
+            first = k
+    with pytest.raises(DivergenceError, match=f"at step {first}:"):
+        barlow.barlow_gd_map(0.5, 0.01, lr=100.0, steps=5000)
+    with pytest.raises(ValueError, match="a0 must be finite"):
+        barlow.barlow_gd_map(0.5, np.nan, lr=0.01, steps=5)

@@ -546,3 +546,21 @@ def test_mixed_numpy_and_torch_arguments():
     A = torch.eye(3, dtype=torch.float32)
     assert np.isfinite(ssl.commutator_ratio(A, torch.ones(3, 3, dtype=torch.float64))).all()
     assert np.isfinite(ssl.commutator_ratio(np.eye(3, dtype=int), np.ones((3, 3), dtype=int))).all()
+
+
+def test_integrate_modes_work_is_bounded_on_stiff_input():
+    """A stiff start (|c p0| ~ 900) finishes within the work bound (Radau after DOP853) or says so, in seconds."""
+    import time
+
+    start = time.perf_counter()
+    p, s = ssl.integrate_modes(686.8, 0.1, 0.25, 0.01, np.linspace(0, 5, 6))
+    assert time.perf_counter() - start < 30
+    # far from the fixed points p decays like exp(-wd t) once s ~ 0: p(5) ~ 686.8 e^{-0.05}
+    assert np.isfinite(p).all() and abs(p[-1] - 686.8 * np.exp(-0.05)) < 1.0 and abs(s[-1]) < 1e-10
+    # too many stiff modes for the sparse Radau fallback: a clear error, not minutes of work
+    with pytest.raises(RuntimeError, match="too stiff .* work bound"):
+        ssl.integrate_modes(np.full(2000, 686.8), 0.1, 0.25, 0.01, np.linspace(0, 5, 6))
+    assert time.perf_counter() - start < 60
+    # the chapter's inputs stay on the fast path and are unchanged
+    p, s = ssl.integrate_modes(0.3, 0.09, SIGMA2, 0.1, [0.0, 200.0])
+    assert abs(p[-1] - ssl.tian_fixed_points(SIGMA2, 0.1)[1]) < 1e-9

@@ -154,9 +154,10 @@ def barlow_gd_map(lam: ArrayLike, a0: ArrayLike, lr: float, steps: int) -> np.nd
     lam, a = np.broadcast_arrays(as_real_array("lam", lam), as_real_array("a0", a0))
     out = np.empty((steps + 1, *lam.shape))
     out[0] = a
-    for k in range(steps):
-        out[k + 1] = out[k] * (1.0 + 4.0 * lr * lam * (1.0 - out[k])) ** 2
-    check_finite("a", out, step=steps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(steps):
+            out[k + 1] = out[k] * (1.0 + 4.0 * lr * lam * (1.0 - out[k])) ** 2
+            check_finite("a", out[k + 1], step=k + 1)          # the first step that leaves the finite numbers
     return out
 
 

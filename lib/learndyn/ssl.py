@@ -143,11 +143,9 @@ def integrate_modes(p0: np.ndarray | float, s0: np.ndarray | float, sigma2: floa
         dp, ds = tian_mode_rhs(y[:n], y[n:], sigma2, wd)
         return np.concatenate([dp, ds])
 
-    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([p0.ravel(), s0.ravel()]), method="DOP853",
-                    t_eval=t_eval, rtol=1e-12, atol=1e-14)
-    if not sol.success:
-        raise RuntimeError(f"integrate_modes: solve_ivp failed: {sol.message}")
-    y = sol.y.T
+    c = 1.0 + sigma2
+    y = _solve_modes("integrate_modes", rhs, np.concatenate([p0.ravel(), s0.ravel()]), t_eval, 1e-12, 1e-14,
+                     n_vars=2, scale=float(np.max(np.abs(c * p0))))
     return y[:, :n].reshape(-1, *shape), y[:, n:].reshape(-1, *shape)
 
 
@@ -539,11 +537,8 @@ def integrate_modes_general(p0: np.ndarray | float, phi0: np.ndarray | float, si
         return np.concatenate(out)
 
     y0 = [p0.ravel(), phi0.ravel()] + ([phi0.ravel()] if ema_beta is not None else [])
-    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate(y0), method="DOP853", t_eval=t_eval,
-                    rtol=1e-11, atol=1e-13)
-    if not sol.success:
-        raise RuntimeError(f"integrate_modes_general: solve_ivp failed: {sol.message}")
-    y = sol.y.T
+    y = _solve_modes("integrate_modes_general", rhs, np.concatenate(y0), t_eval, 1e-11, 1e-13,
+                     n_vars=len(y0), scale=float(np.max(np.abs(c * p0))))
     p, phi = y[:, :n].reshape(-1, *shape), y[:, n:2 * n].reshape(-1, *shape)
     phi_a = phi if ema_beta is None else y[:, 2 * n:].reshape(-1, *shape)
     return p, phi, phi_a
@@ -678,6 +673,50 @@ def simulate_spectral_contrastive(Phi0: Array, sigma2: float, wd: float | Array 
                 state = rk4_step(lambda st: (-spectral_contrastive_pop_grad(st[0], sigma2) - lam * st[0],),
                                  state, h)
     return History.from_records(steps, records, {"Phi": state[0].cpu().numpy()})
+
+
+# Work bound of the mode integrators: right-hand-side evaluations per attempt (each evaluates every mode at once).
+# The chapter's integrations need a few thousand; a stiff start (|c p0| in the hundreds: the rate of p is c s and
+# that of s is 2 p (1 - c p), so DOP853 at rtol 1e-12 needs ~1/|c p0|^2-sized steps) would need millions.
+MODE_ODE_MAX_EVALS = 20_000
+
+
+class _WorkBound(Exception):
+    pass
+
+
+def _solve_modes(name: str, rhs: Callable[[float, np.ndarray], np.ndarray], y0: np.ndarray, t_eval: np.ndarray,
+                 rtol: float, atol: float, n_vars: int, scale: float) -> np.ndarray:
+    """solve_ivp with a bounded amount of work: DOP853 first, then (stiff input) Radau, else a clear error.
+
+    The state is n_vars blocks of n modes; modes do not interact, so Radau gets the block-diagonal sparsity of the
+    Jacobian. Returns y of shape (len(t_eval), n_vars * n).
+    """
+    n = y0.size // n_vars
+    idx = np.arange(y0.size)
+    sparsity = (idx[:, None] % n == idx[None, :] % n).astype(float) if y0.size <= 3000 else None
+    for method in ("DOP853", "Radau"):
+        if method == "Radau" and sparsity is None:
+            break
+        def counted(t: float, y: np.ndarray, calls: list[int] = [0]) -> np.ndarray:  # noqa: B006 (a counter)
+            calls[0] += 1
+            if calls[0] > MODE_ODE_MAX_EVALS:
+                raise _WorkBound
+            return rhs(t, y)
+
+        extra = {"jac_sparsity": sparsity} if method == "Radau" else {}
+        try:
+            sol = solve_ivp(counted, (0.0, float(t_eval[-1])), y0, method=method, t_eval=t_eval, rtol=rtol,
+                            atol=atol, **extra)
+        except _WorkBound:
+            continue
+        if not sol.success:
+            raise RuntimeError(f"{name}: solve_ivp ({method}) failed: {sol.message}")
+        return sol.y.T
+    raise RuntimeError(f"{name}: the mode ODE is too stiff to integrate within the work bound "
+                       f"({MODE_ODE_MAX_EVALS} evaluations per method, DOP853 then Radau); the largest initial rate "
+                       f"|c p0| is {scale:.3g}. Start closer to the fixed points (|p0| of order 1/c) or integrate a "
+                       "shorter span")
 
 
 # ---- helpers -----------------------------------------------------------------------------------------------------
