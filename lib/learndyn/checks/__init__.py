@@ -369,12 +369,14 @@ def _report(name: str, ok: bool, detail: str, why: str, source: str, *, kind: st
 
 def _show(line: str, anchor: str, first: bool, ok: bool) -> None:
     """Print the check; in a Jupyter kernel also as HTML: one summary line, the details folded under it, the
-    check's id (on its first output; its row in the reproduction report has the same id) and a link to that row."""
+    check's id (on its first output; its row in the reproduction report has the same id) and a link to that row.
+    The checks of one cell share one output: from the second on, it reads "✓ N checks passed" and folds their
+    lines (each with its own details) under it, so a cell's run of checks is one line on the page."""
     shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
     if not shell or not hasattr(shell, "kernel"):
         print(line)
         return
-    from IPython.display import display
+    from IPython.display import display, update_display
 
     head, *rest = line.split("\n")
     status, name = head.split("  ", 1)
@@ -385,7 +387,26 @@ def _show(line: str, anchor: str, first: bool, ok: bool) -> None:
             f'{"&#10003;" if ok else "&#10007; FAIL"} {html.escape(name)} &mdash; {html.escape(power)}</summary>'
             f'<pre>{html.escape(chr(10).join(r.strip() for r in rest[:-1]))}</pre>'
             f'<a class="check-report-link" href="{href}">This check in the reproduction report</a></details>')
-    display({"text/plain": line, "text/html": body}, raw=True)
+    count = getattr(shell, "execution_count", None)
+    if count is None:  # no cell to group by: each check its own output
+        display({"text/plain": line, "text/html": body}, raw=True)
+        return
+    cell = (id(shell), count)
+    group = _state.get("group")
+    if not group or group["cell"] != cell:
+        group = _state["group"] = {"cell": cell, "id": f"learndyn-checks-{anchor}", "items": []}
+    group["items"].append((line, body, ok))
+    items = group["items"]
+    if len(items) == 1:
+        display({"text/plain": line, "text/html": body}, raw=True, display_id=group["id"])
+        return
+    failed = sum(not ok_ for _, _, ok_ in items)
+    head_html = (f"&#10007; {failed} of {len(items)} checks failed" if failed
+                 else f"&#10003; {len(items)} checks passed")
+    grouped = (f'<details class="learndyn-checks{" fail" if failed else ""}"><summary>{head_html}</summary>'
+               + "".join(b for _, b, _ in items) + "</details>")
+    text = "\n".join(t for t, _, _ in items)
+    update_display({"text/plain": text, "text/html": grouped}, raw=True, display_id=group["id"])
 
 
 def _record(record: dict[str, Any]) -> None:
