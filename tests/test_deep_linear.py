@@ -529,3 +529,15 @@ def test_balanced_matrix_modes_tree_other_seed():  # the tree check of the chapt
     Psi = 0.5 * (W1 @ tree.V + W2.T)
     pred = dl.half_times(t, dl.balanced_matrix_modes(t, tree.svals, Psi), tree.svals)
     assert np.allclose(dl.half_times(t, fl["modes"], tree.svals), pred, rtol=1e-4)
+
+
+def test_closed_forms_refuse_what_their_twins_refuse():
+    """shallow_gd overflows like iterated GD (DivergenceError with the step); a huge tree is refused up front."""
+    from learndyn.core import DivergenceError
+
+    with pytest.raises(DivergenceError, match="at step"):
+        dl.shallow_gd(np.arange(2000), 2.0, 0.1, eta=3.0)
+    with pytest.raises(ValueError, match="GiB"):
+        dl.hierarchical_task(levels=16, n_features=10)
+    with pytest.raises(ValueError, match="W2"):
+        dl.two_layer_loss(np.ones((3, 4)), np.ones((3, 4)), np.ones(3))

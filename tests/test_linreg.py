@@ -194,7 +194,7 @@ def test_wrong_shapes_rejected():
     X, y = _problem(10, 3)
     with pytest.raises(ValueError, match="y must have shape"):
         linreg.ols(X, y[:-1])
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match="X must have 2 axes"):
         linreg.ols(y, y)
     with pytest.raises(ValueError, match="w0 must have shape"):
         linreg.gd_least_squares(X, y, 0.01, 5, w0=np.zeros(4))
@@ -202,7 +202,7 @@ def test_wrong_shapes_rejected():
         linreg.gd_limit(X, y, w0=np.zeros(2))
     with pytest.raises(ValueError, match="y must have shape"):
         linreg.posterior_mean(X, np.ones(4), 1.0, 1.0)
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match="X must have 2 axes"):
         linreg.bayes_risk(np.ones(3), 1.0, 1.0)
 
 
@@ -324,7 +324,7 @@ def test_early_stopping_bad_input():
         linreg.gd_risk(X, 1.0, 0.01, 5, w=np.ones(3), tau=1.0)
     with pytest.raises(ValueError, match="w must"):
         linreg.ridge_risk(X, 1.0, 1.0, w=np.ones(4))
-    with pytest.raises(TypeError, match="callable"):
+    with pytest.raises(TypeError, match="filt must be a function"):
         linreg.filter_risk(X, 1.0, 0.5, tau=1.0)
     with pytest.raises(ValueError, match="full column rank"):
         linreg.gd_risk(np.ones((6, 2)), 1.0, 0.01, 5, tau=1.0)
@@ -332,3 +332,13 @@ def test_early_stopping_bad_input():
         linreg.simulate_gd_risk(X, 1.0, 1.0, 0.01, [5, 3], reps=10)
     with pytest.raises(ValueError, match="steps"):
         linreg.gd_early_stopped(X, y, 0.01, -2)
+
+
+def test_nan_start_is_bad_input_not_divergence():
+    """A NaN in w0 is bad input (naming w0), never a divergence blaming the step size; steps=0 returns w0."""
+    X, y = _problem(20, 3)
+    for steps in (0, 5):
+        with pytest.raises(ValueError, match="w0 must be finite"):
+            linreg.gd_least_squares(X, y, 0.01, steps, w0=np.array([np.nan, 0.0, 0.0]))
+    w0 = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(linreg.gd_least_squares(X, y, 0.01, 0, w0=w0), w0)

@@ -43,6 +43,10 @@ __all__ = [
     "expect_shape",
     "check_alloc",
     "steps_for",
+    "as_steps",
+    "as_times",
+    "broadcast",
+    "no_overflow",
     "MAX_BYTES",
 ]
 
@@ -409,6 +413,50 @@ def steps_for(T: float, h: float, name_T: str = "T", name_h: str = "h") -> int:
     if k > 10**9:
         raise ValueError(f"{name_T}/{name_h} = {n:.3g} steps is more than this simulator allows (1e9)")
     return int(k)
+
+
+def as_steps(name: str, value: Any, *, nonempty: bool = True) -> np.ndarray:
+    """Validate step counts: non-negative whole numbers (an int, a list, an int or integer-valued float array),
+    returned as an int64 array of the same shape."""
+    k = as_real_array(name, value, nonempty=nonempty)
+    if np.any(k < 0) or np.any(k != np.round(k)):
+        raise ValueError(f"{name} must hold non-negative whole numbers (step counts); got {_short(value)}")
+    if np.any(k > 2**62):
+        raise ValueError(f"{name} holds a step count beyond int64; got {_short(value)}")
+    return k.astype(np.int64)
+
+
+def as_times(name: str, value: Any, *, strict: bool = False, start_zero: bool = False) -> np.ndarray:
+    """Validate a 1-D array of times >= 0, increasing (strictly if `strict`; starting at 0 if `start_zero`)."""
+    t = as_real_array(name, value, nonempty=True).ravel()
+    steps = np.diff(t)
+    if t[0] < 0 or np.any(steps < 0) or (strict and np.any(steps == 0)):
+        raise ValueError(f"{name} must be {'strictly ' if strict else ''}increasing times >= 0; got {_short(value)}")
+    if start_zero and t[0] != 0:
+        raise ValueError(f"{name} must start at t = 0; got {name}[0] = {t[0]:g}")
+    return t
+
+
+def broadcast(names: str, *arrays: np.ndarray) -> list[np.ndarray]:
+    """np.broadcast_arrays, with a ValueError naming the arguments (`names`, e.g. "t, s and u0") when they clash."""
+    try:
+        return list(np.broadcast_arrays(*arrays))
+    except ValueError as err:
+        raise ValueError(f"{names} must broadcast together; got shapes "
+                         f"{', '.join(str(np.shape(a)) for a in arrays)}") from err
+
+
+def no_overflow(names: str, value: Any) -> Any:
+    """`value` (a closed form's result from finite inputs) if finite; else a ValueError: `names` are too large."""
+    finite = bool(torch.isfinite(value).all()) if isinstance(value, torch.Tensor) else bool(np.all(np.isfinite(value)))
+    if not finite:
+        raise ValueError(f"{names} are too large: the result overflows float64 (NaN or inf); rescale the input")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _real_numpy(name: str, value: Any) -> np.ndarray:

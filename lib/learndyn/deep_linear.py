@@ -20,7 +20,21 @@ import torch
 from numpy.typing import ArrayLike
 from scipy import integrate, optimize, special
 
-from .core import DivergenceError, as_int, as_positive, as_real_array
+from .core import (
+    DivergenceError,
+    as_bool,
+    as_callable,
+    as_int,
+    as_nonnegative,
+    as_positive,
+    as_real_array,
+    as_real_tensor,
+    as_seed,
+    as_steps,
+    broadcast,
+    check_alloc,
+    no_overflow,
+)
 
 __all__ = [
     "two_layer_loss",
@@ -65,26 +79,33 @@ __all__ = [
 def two_layer_loss(Sigma: torch.Tensor | np.ndarray, W1: torch.Tensor | np.ndarray,
                    W2: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
     """E = 1/2 ||Sigma - W2 W1||_F^2 (per batch element); torch in, torch out (differentiable), numpy in, numpy out."""
-    R = Sigma - W2 @ W1
-    if isinstance(R, torch.Tensor):
+    if any(isinstance(x, torch.Tensor) for x in (Sigma, W1, W2)):
+        Sigma, W1, W2 = (as_real_tensor(n, x, dtype=None, allow_grad=True) for n, x in
+                         (("Sigma", Sigma), ("W1", W1), ("W2", W2)))
+        _check_layers(Sigma, W1, W2)
+        dtype = torch.promote_types(torch.promote_types(Sigma.dtype, W1.dtype), W2.dtype)
+        Sigma, W1, W2 = (x.to(device=W1.device, dtype=dtype) for x in (Sigma, W1, W2))
+        R = Sigma - W2 @ W1
         return 0.5 * (R**2).sum(dim=(-2, -1))
-    return 0.5 * np.sum(np.asarray(R) ** 2, axis=(-2, -1))
+    Sigma, W1, W2 = _check_layers(*(as_real_array(n, x) for n, x in (("Sigma", Sigma), ("W1", W1), ("W2", W2))))
+    return no_overflow("Sigma, W1 and W2", 0.5 * np.sum((Sigma - W2 @ W1) ** 2, axis=(-2, -1)))
 
 
 def two_layer_grads(Sigma: np.ndarray, W1: np.ndarray, W2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(dE/dW1, dE/dW2) = (-W2^T G, -G W1^T) with G = Sigma - W2 W1 (Ch 2, eq. `eq-saxe-grads`); batched."""
-    Sigma, W1, W2 = (np.asarray(x, dtype=float) for x in (Sigma, W1, W2))
-    if W1.shape[-2] != W2.shape[-1] or Sigma.shape[-2:] != (W2.shape[-2], W1.shape[-1]):
-        raise ValueError(f"shapes do not chain: Sigma {Sigma.shape}, W1 {W1.shape}, W2 {W2.shape}; "
-                         "expected Sigma (N3, N1), W1 (N2, N1), W2 (N3, N2)")
+    Sigma, W1, W2 = _check_layers(*(as_real_array(n, x) for n, x in (("Sigma", Sigma), ("W1", W1), ("W2", W2))))
     G = Sigma - W2 @ W1
-    return -np.swapaxes(W2, -1, -2) @ G, -G @ np.swapaxes(W1, -1, -2)
+    return (no_overflow("Sigma, W1 and W2", -np.swapaxes(W2, -1, -2) @ G),
+            no_overflow("Sigma, W1 and W2", -G @ np.swapaxes(W1, -1, -2)))
 
 
 def balance(W1: np.ndarray, W2: np.ndarray) -> np.ndarray:
     """C = W1 W1^T - W2^T W2, the (N2, N2) quantity conserved by gradient flow (Ch 1 E1.4, Ch 2 T2.2); batched."""
-    W1, W2 = np.asarray(W1, dtype=float), np.asarray(W2, dtype=float)
-    return W1 @ np.swapaxes(W1, -1, -2) - np.swapaxes(W2, -1, -2) @ W2
+    W1, W2 = _real("W1", W1), _real("W2", W2)
+    if W1.ndim < 2 or W2.ndim < 2 or W1.shape[-2] != W2.shape[-1]:
+        raise ValueError(f"W1 (N2, N1) and W2 (N3, N2) must share N2; got W1 {W1.shape}, W2 {W2.shape}")
+    _batch_shape("W1 and W2", W1, W2)
+    return no_overflow("W1 and W2", W1 @ np.swapaxes(W1, -1, -2) - np.swapaxes(W2, -1, -2) @ W2)
 
 
 def origin_hessian_spectrum(svals: np.ndarray, N2: int, N1: int | None = None, N3: int | None = None) -> np.ndarray:
@@ -93,10 +114,10 @@ def origin_hessian_spectrum(svals: np.ndarray, N2: int, N1: int | None = None, N
     With N1 and N3 given, the zero eigenvalues are added so that the count is the number of parameters
     N2 (N1 + N3). Sorted ascending.
     """
-    s = np.asarray(svals, dtype=float).ravel()
+    s = _real("svals", svals).ravel()
     N2 = as_int("N2", N2, minimum=1)
-    if np.any(s < 0) or not np.all(np.isfinite(s)):
-        raise ValueError("svals must be finite and non-negative (singular values)")
+    if np.any(s < 0):
+        raise ValueError("svals must be non-negative (singular values)")
     eigs = [np.repeat(s, N2), np.repeat(-s, N2)]
     if N1 is not None or N3 is not None:
         if N1 is None or N3 is None:
@@ -118,9 +139,8 @@ def scalar_gd_path(s: float | np.ndarray, a0: float | np.ndarray, b0: float | np
     Raises `DivergenceError` with the step when the iterates overflow.
     """
     eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
-    s, a, b = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (s, a0, b0)))
-    if not (np.all(np.isfinite(s)) and np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ValueError("s, a0 and b0 must be finite")
+    s, a, b = broadcast("s, a0 and b0", *(as_real_array(n, x, nonempty=True)
+                                          for n, x in (("s", s), ("a0", a0), ("b0", b0))))
     A, B = np.empty((steps + 1, *s.shape)), np.empty((steps + 1, *s.shape))
     A[0], B[0] = a, b
     with np.errstate(over="ignore", invalid="ignore"):
@@ -159,11 +179,11 @@ class Task:
 def svd_task(N1: int, N3: int, svals: np.ndarray | list[float], seed: int = 0) -> Task:
     """Sigma = U S V^T with the given singular values and Haar-random orthogonal U (N3, N3), V (N1, N1)."""
     N1, N3 = as_int("N1", N1, minimum=1), as_int("N3", N3, minimum=1)
-    s = np.asarray(svals, dtype=float).ravel()
-    if s.size == 0 or s.size > min(N1, N3) or np.any(s < 0) or not np.all(np.isfinite(s)):
-        raise ValueError(f"svals must hold 1..min(N1, N3) = {min(N1, N3)} finite non-negative values; got {s}")
+    s = _real("svals", svals).ravel()
+    if s.size == 0 or s.size > min(N1, N3) or np.any(s < 0):
+        raise ValueError(f"svals must hold 1..min(N1, N3) = {min(N1, N3)} non-negative values; got {s}")
     s = np.concatenate([np.sort(s)[::-1], np.zeros(min(N1, N3) - s.size)])
-    rng = np.random.default_rng(as_int("seed", seed))
+    rng = np.random.default_rng(as_seed("seed", seed))
     U, V = _haar_orthogonal(N3, rng), _haar_orthogonal(N1, rng)
     S = np.zeros((N3, N1))
     S[np.arange(s.size), np.arange(s.size)] = s
@@ -178,9 +198,11 @@ def hierarchical_task(levels: int = 5, n_features: int = 1000, flip: float = 0.1
     whose singular values come in groups of sizes 1, 1, 2, 4, ... (one per level of the tree).
     """
     levels, n_features = as_int("levels", levels, minimum=1), as_int("n_features", n_features, minimum=1)
-    if isinstance(flip, bool) or not isinstance(flip, int | float) or not 0 <= flip < 0.5:
-        raise ValueError(f"flip must be a probability in [0, 0.5); got {flip!r}")
-    rng = np.random.default_rng(as_int("seed", seed))
+    flip = _flip(flip)
+    rng = np.random.default_rng(as_seed("seed", seed))
+    items = 2.0**levels                                # the SVD's U (F, F) and V (2^L, 2^L) dominate the memory
+    check_alloc(f"hierarchical_task(levels={levels}, n_features={n_features})",
+                n_features**2 + items**2 + 2 * n_features * items)
     Y = rng.choice([-1.0, 1.0], size=(n_features, 1))
     for _ in range(levels):
         Y = np.repeat(Y, 2, axis=1)
@@ -200,7 +222,7 @@ def riccati_u(t: ArrayLike, s: ArrayLike, u0: ArrayLike, tau: float = 1.0) -> np
 
     Holds for a balanced mode (a = b); u0 > 0, s > 0. Arguments broadcast.
     """
-    t, s, u0 = as_real_array("t", t), _positive("s", s), _positive("u0", u0)
+    t, s, u0 = broadcast("t, s and u0", _real("t", t), _positive("s", s), _positive("u0", u0))
     tau = as_positive("tau", tau)
     return s / (1.0 + (s / u0 - 1.0) * np.exp(-2.0 * s * t / tau))
 
@@ -210,7 +232,7 @@ def riccati_time(u0: ArrayLike, uf: ArrayLike, s: ArrayLike, tau: float = 1.0) -
 
         t = tau / (2 s) ln[ uf (s - u0) / (u0 (s - uf)) ].     Needs 0 < u0, uf < s.  t_1/2: uf = s / 2.
     """
-    s = _positive("s", s)
+    u0, uf, s = broadcast("u0, uf and s", _real("u0", u0), _real("uf", uf), _positive("s", s))
     u0, uf = _inside("u0", u0, 0.0, s), _inside("uf", uf, 0.0, s)
     tau = as_positive("tau", tau)
     return tau / (2.0 * s) * np.log(uf * (s - u0) / (u0 * (s - uf)))
@@ -227,8 +249,9 @@ def gd_half_steps(s: ArrayLike, u0: ArrayLike, eta: ArrayLike, corrected: bool =
     - (3/4) ln(2 (1 - u0/s)) + (5/16 - ln(2)/8) eta s; the remainder is O((eta s)^2 + eta u0) steps.
     Needs 0 < u0 < s, eta > 0.
     """
-    s, eta = _positive("s", s), _positive("eta", eta)
+    s, u0, eta = broadcast("s, u0 and eta", _positive("s", s), _real("u0", u0), _positive("eta", eta))
     u0 = _inside("u0", u0, 0.0, s)
+    corrected = as_bool("corrected", corrected)
     k = np.log((s - u0) / u0) / (2.0 * np.log1p(eta * s))
     if not corrected:
         return k
@@ -244,7 +267,7 @@ def gd_riccati_lag_coefficient(s: ArrayLike, u0: ArrayLike) -> np.ndarray:
     delta being GD's delay in steps at logit z, and 2 eta s^2 sigma (1 - sigma) the flow's slope du/dk. The maximum is
     found on a grid in z refined by a bounded scalar minimisation. Needs 0 < u0 < s.
     """
-    s = _positive("s", s)
+    s, u0 = broadcast("s and u0", _positive("s", s), _real("u0", u0))
     u0 = _inside("u0", u0, 0.0, s)
 
     def one(sv: float, uv: float) -> float:
@@ -266,8 +289,8 @@ def gd_riccati_lag_coefficient(s: ArrayLike, u0: ArrayLike) -> np.ndarray:
 
 def general_u_rhs(u: ArrayLike, s: ArrayLike, c0: ArrayLike, tau: float = 1.0) -> np.ndarray:
     """du/dt for one mode with conserved c0 = a^2 - b^2, eq. `eq-saxe-general-u`: sqrt(c0^2 + 4 u^2) (s - u) / tau."""
-    u, s, c0 = as_real_array("u", u), _positive("s", s), as_real_array("c0", c0)
-    return np.sqrt(c0**2 + 4.0 * u**2) * (s - u) / as_positive("tau", tau)
+    u, s, c0 = broadcast("u, s and c0", _real("u", u), _positive("s", s), _real("c0", c0))
+    return no_overflow("u and c0", np.sqrt(c0**2 + 4.0 * u**2) * (s - u) / as_positive("tau", tau))
 
 
 def hyperbolic_u(t: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, tau: float = 1.0) -> np.ndarray:
@@ -280,9 +303,9 @@ def hyperbolic_u(t: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, tau: 
     When |c0| < 1e-9 max(s, |u0|) the balanced solution is used instead (the limit c0 -> 0, where the formula above
     loses digits): the Riccati law for u0 > 0, its time reversal (decay to the saddle) for u0 < 0. Arguments broadcast.
     """
-    t, s, a0, b0 = as_real_array("t", t), _positive("s", s), as_real_array("a0", a0), as_real_array("b0", b0)
+    t, s, a0, b0 = _real("t", t), _positive("s", s), _real("a0", a0), _real("b0", b0)
     tau = as_positive("tau", tau)
-    t, s, a0, b0 = np.broadcast_arrays(t, s, a0, b0)
+    t, s, a0, b0 = broadcast("t, s, a0 and b0", t, s, a0, b0)
     c, u0 = np.abs(a0**2 - b0**2), a0 * b0
     bal = c < 1e-9 * np.maximum(s, np.abs(u0))
     cs = np.where(bal, 1.0, c)
@@ -294,7 +317,7 @@ def hyperbolic_u(t: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, tau: 
     u_hyp = cs * (x - 1.0 / x) / 4.0
     u0s = np.where(u0 == 0.0, 1.0, u0)
     u_bal = np.where(u0 == 0.0, 0.0, s / (1.0 + (s / u0s - 1.0) * np.exp(-2.0 * np.sign(u0) * s * t / tau)))
-    return np.where(bal, u_bal, u_hyp)
+    return no_overflow("t, a0 and b0", np.where(bal, u_bal, u_hyp))
 
 
 def hyperbolic_time(uf: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, tau: float = 1.0) -> np.ndarray:
@@ -305,9 +328,9 @@ def hyperbolic_time(uf: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, t
     uf must lie strictly between u0 = a0 b0 and s (the mode moves monotonically towards s). Balanced modes
     (|c0| below the threshold of `hyperbolic_u`) use `riccati_time`.
     """
-    uf, s, a0, b0 = as_real_array("uf", uf), _positive("s", s), as_real_array("a0", a0), as_real_array("b0", b0)
+    uf, s, a0, b0 = _real("uf", uf), _positive("s", s), _real("a0", a0), _real("b0", b0)
     tau = as_positive("tau", tau)
-    uf, s, a0, b0 = np.broadcast_arrays(uf, s, a0, b0)
+    uf, s, a0, b0 = broadcast("uf, s, a0 and b0", uf, s, a0, b0)
     c, u0 = np.abs(a0**2 - b0**2), a0 * b0
     bal = c < 1e-9 * np.maximum(s, np.abs(u0))
     if np.any(bal & (u0 <= 0)):
@@ -323,25 +346,36 @@ def hyperbolic_time(uf: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, t
     u0s = np.where(bal, u0, 0.5 * s)
     ufs = np.where(bal, uf, 0.5 * s)
     t_bal = tau / (2.0 * s) * np.log(ufs * (s - u0s) / (u0s * (s - ufs)))
-    return np.where(bal, t_bal, t_hyp)
+    return no_overflow("a0 and b0", np.where(bal, t_bal, t_hyp))
 
 
 def shallow_flow(t: ArrayLike, s: ArrayLike, a0: ArrayLike, tau: float = 1.0) -> np.ndarray:
     """Shallow network y = W x, eq. `eq-saxe-shallow`: tau a' = s - a, a(t) = s + (a0 - s) exp(-t / tau)."""
-    t, s, a0 = as_real_array("t", t), as_real_array("s", s), as_real_array("a0", a0)
-    return s + (a0 - s) * np.exp(-t / as_positive("tau", tau))
+    t, s, a0 = broadcast("t, s and a0", _real("t", t), _real("s", s), _real("a0", a0))
+    return no_overflow("t and a0", s + (a0 - s) * np.exp(-t / as_positive("tau", tau)))
 
 
 def shallow_gd(k: ArrayLike, s: ArrayLike, a0: ArrayLike, eta: ArrayLike) -> np.ndarray:
-    """GD on the shallow network, exactly, eq. `eq-saxe-shallow-gd`: a_k = s + (a0 - s)(1 - eta)^k."""
-    k, s, a0, eta = as_real_array("k", k), as_real_array("s", s), as_real_array("a0", a0), _positive("eta", eta)
-    return s + (a0 - s) * (1.0 - eta) ** k
+    """GD on the shallow network, exactly, eq. `eq-saxe-shallow-gd`: a_k = s + (a0 - s)(1 - eta)^k.
+
+    Raises `DivergenceError` naming the first step k whose value overflows (eta > 2 grows without bound), as the
+    iterated GD would.
+    """
+    k, s, a0, eta = broadcast("k, s, a0 and eta", as_steps("k", k), _real("s", s), _real("a0", a0),
+                              _positive("eta", eta))
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = s + (a0 - s) * (1.0 - eta) ** k
+    bad = ~np.isfinite(out)
+    if np.any(bad):
+        raise DivergenceError(f"shallow GD diverged at step {int(k[bad].min())} (eta={float(eta[bad].flat[0]):g}; "
+                              "stable only for eta < 2)")
+    return out
 
 
 def deep_balanced_rhs(u: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0) -> np.ndarray:
     """du/dt of a balanced depth-D scalar chain u = a^D, eq. `eq-saxe-depth`: D u^(2 - 2/D) (s - u) / tau (u >= 0)."""
     D = as_int("D", D, minimum=1)
-    u, s = as_real_array("u", u), _positive("s", s)
+    u, s = broadcast("u and s", _real("u", u), _positive("s", s))
     if np.any(u < 0):
         raise ValueError("u must be non-negative for the balanced chain (u = a^D with a >= 0)")
     return D * u ** (2.0 - 2.0 / D) * (s - u) / as_positive("tau", tau)
@@ -355,7 +389,7 @@ def deep_balanced_time(u0: ArrayLike, uf: ArrayLike, s: ArrayLike, D: int, tau: 
     D = 2 gives `riccati_time`; for D >= 3 and u0 -> 0, t_1/2 ~ tau u0^(-(D-2)/D) / ((D - 2) s).
     """
     D = as_int("D", D, minimum=1)
-    s = _positive("s", s)
+    u0, uf, s = broadcast("u0, uf and s", _real("u0", u0), _real("uf", uf), _positive("s", s))
     u0, uf = _inside("u0", u0, 0.0, s), _inside("uf", uf, 0.0, s)
     tau = as_positive("tau", tau)
 
@@ -387,7 +421,7 @@ def deep_half_time_large_D(u0: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0
     Needs 0 < u0 < s/2, D >= 1.
     """
     D = as_int("D", D, minimum=1)
-    s = _positive("s", s)
+    u0, s = broadcast("u0 and s", _real("u0", u0), _positive("s", s))
     u0 = _inside("u0", u0, 0.0, s / 2)
     tau = as_positive("tau", tau)
     return tau / D * ((1.0 / u0 - 2.0 / s) / s + np.log((s - u0) / u0) / s**2)
@@ -403,7 +437,7 @@ def deep_half_time_small_u0(u0: ArrayLike, s: ArrayLike, D: int, tau: float = 1.
     truncated after `terms` terms: error < 2^-terms). Needs 0 < u0 < s, D >= 3.
     """
     D = as_int("D", D, minimum=3)
-    s = _positive("s", s)
+    u0, s = broadcast("u0 and s", _real("u0", u0), _positive("s", s))
     u0 = _inside("u0", u0, 0.0, s)
     tau = as_positive("tau", tau)
     p = 2.0 / D
@@ -422,8 +456,8 @@ def tree_spectrum(levels: int = 5, n_features: int = 1000, flip: float = 0.1) ->
     S(m) = 1 + sum_{l=1}^m 2^(l-1) rho^l. The singular values of Sigma = Y are then sqrt(F lambda) to O(sqrt(F)).
     """
     L, F = as_int("levels", levels, minimum=1), as_int("n_features", n_features, minimum=1)
-    if isinstance(flip, bool) or not isinstance(flip, int | float) or not 0 <= flip < 0.5:
-        raise ValueError(f"flip must be a probability in [0, 0.5); got {flip!r}")
+    flip = _flip(flip)
+    check_alloc(f"tree_spectrum(levels={L})", 2.0**L)
     rho = (1.0 - 2.0 * flip) ** 2
     S = lambda m: 1.0 + sum(2.0 ** (j - 1) * rho**j for j in range(1, m + 1))  # noqa: E731
     lam = [S(L)] + [S(h - 1) - 2.0 ** (h - 1) * rho**h for h in range(L, 0, -1) for _ in range(2 ** (L - h))]
@@ -449,16 +483,19 @@ def effective_u0(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike, svals
     """
     W1, W2, U, V = (as_real_array(n, x) for n, x in (("W1", W1), ("W2", W2), ("U", U), ("V", V)))
     _check_chain(W1, W2, U, V)
-    s = as_real_array("svals", svals).ravel()
+    s = _real("svals", svals).ravel()
+    refined = as_bool("refined", refined)
     r = s.size
     if r > min(W1.shape[-1], W2.shape[-2]):
         raise ValueError(f"svals has {r} values but there are only min(N1, N3) = {min(W1.shape[-1], W2.shape[-2])} "
                          "modes")
+    if U.shape[-1] < r or V.shape[-1] < r:
+        raise ValueError(f"U and V need a column per singular value (r = {r}); got U {U.shape}, V {V.shape}")
     a = (W1 @ V)[..., :, :r]                                   # (..., N2, r): columns a^alpha
     b = np.swapaxes((np.swapaxes(U, -1, -2) @ W2)[..., :r, :], -1, -2)   # (..., N2, r): columns b^alpha
-    c = 0.5 * (a + b)
+    c = no_overflow("W1, W2, U and V", 0.5 * (a + b))
     if not refined:
-        return np.sum(c**2, axis=-2)
+        return no_overflow("W1, W2, U and V", np.sum(c**2, axis=-2))
     out = np.empty(c.shape[:-2] + (r,))
     basis: list[np.ndarray] = []                               # orthonormal (..., N2) vectors
     for alpha in np.argsort(-s, kind="stable"):
@@ -468,8 +505,7 @@ def effective_u0(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike, svals
         norm = np.linalg.norm(v, axis=-1, keepdims=True)
         out[..., alpha] = norm[..., 0] ** 2
         basis.append(v / np.where(norm > 0, norm, 1.0))
-    return out
-
+    return no_overflow("W1, W2, U and V", out)
 
 
 def gram_schmidt_delay(N2: int, alpha: ArrayLike, s: ArrayLike | None = None, eta: ArrayLike | None = None
@@ -483,15 +519,16 @@ def gram_schmidt_delay(N2: int, alpha: ArrayLike, s: ArrayLike | None = None, et
     prediction, the deficit divided by 2 ln(1 + eta s) (eq. `eq-saxe-gd-half`). Broadcasts over alpha, s, eta.
     """
     n = as_int("N2", N2, minimum=1)
-    a = np.asarray(alpha)
-    if a.dtype.kind not in "iu" or np.any(a < 1) or np.any(a > n):
+    a = as_steps("alpha", alpha)
+    if np.any(a < 1) or np.any(a > n):
         raise ValueError(f"alpha must hold integers in [1, N2] = [1, {n}]; got {alpha!r}")
     deficit = special.digamma(n / 2) - special.digamma((n - a + 1) / 2)
     if (s is None) != (eta is None):
         raise TypeError("give both s and eta (for the delay in steps) or neither (for the logit deficit)")
     if s is None:
         return np.asarray(deficit, dtype=float)
-    return deficit / (2 * np.log1p(_positive("eta", eta) * _positive("s", s)))
+    deficit, eta, s = broadcast("alpha, eta and s", deficit, _positive("eta", eta), _positive("s", s))
+    return deficit / (2 * np.log1p(eta * s))
 
 
 def balanced_matrix_modes(t: ArrayLike, svals: ArrayLike, Psi: ArrayLike, tau: float = 1.0) -> np.ndarray:
@@ -507,13 +544,13 @@ def balanced_matrix_modes(t: ArrayLike, svals: ArrayLike, Psi: ArrayLike, tau: f
     column rank (r <= N2); no separation of the singular values is assumed.
     """
     s = _positive("svals", svals).ravel()
-    P = as_real_array("Psi", Psi)
+    P = _real("Psi", Psi)
     if P.ndim != 2 or P.shape[1] != s.size:
-        raise ValueError(f"Psi must have shape (N2, r={s.size}); got {P.shape}")
+        raise ValueError(f"Psi must have shape (N2, r) with r = len(svals) = {s.size}; got {P.shape}")
     if P.shape[0] < s.size or np.linalg.matrix_rank(P) < s.size:
         raise ValueError("Psi must have full column rank (r <= N2 and independent columns)")
     tau = as_positive("tau", tau)
-    tt = as_real_array("t", t).ravel()
+    tt = _real("t", t).ravel()
     if np.any(tt < 0):
         raise ValueError("t must be non-negative")
     M0inv = np.linalg.inv(P.T @ P)
@@ -529,10 +566,12 @@ def half_times(steps: ArrayLike, modes: ArrayLike, svals: ArrayLike, frac: float
     steps (K,), modes (K, ..., r) as recorded by the simulators, svals (r,). Returns (..., r). The interpolation
     error is O(record_every^2) times the curvature of u, far below a step for the record intervals the book uses.
     """
-    steps, modes = as_real_array("steps", steps).ravel(), as_real_array("modes", modes)
+    steps, modes = _real("steps", steps).ravel(), _real("modes", modes)
     s = _positive("svals", svals).ravel()
-    if modes.shape[0] != steps.size or modes.shape[-1] != s.size:
-        raise ValueError(f"modes must have shape (K={steps.size}, ..., r={s.size}); got {modes.shape}")
+    frac = as_positive("frac", frac)
+    if modes.ndim < 1 or modes.shape[0] != steps.size or modes.shape[-1] != s.size:
+        raise ValueError(f"modes must have shape (K, ..., r) with K = len(steps) = {steps.size} and r = len(svals) = "
+                         f"{s.size}; got {modes.shape}")
     if not 0 < frac < 1:
         raise ValueError(f"frac must lie in (0, 1); got {frac!r}")
     y = modes / s - frac                                       # crosses zero upwards at the half-time
@@ -553,7 +592,8 @@ def check_effective_u0(fn: Callable[..., ArrayLike], seed: int = 0) -> None:
     Uses unbatched random small weights (N1, N2, N3) = (6, 10, 8) and singular values given in a shuffled order (so
     the Gram-Schmidt order must follow s, not the index). Raises AssertionError naming the first wrong mode.
     """
-    rng = np.random.default_rng(as_int("seed", seed))
+    fn = as_callable("fn", fn)
+    rng = np.random.default_rng(as_seed("seed", seed))
     task = svd_task(6, 8, [3.0, 2.0, 1.0, 0.5, 0.25, 0.1], seed=seed)
     perm = rng.permutation(6)
     U = task.U.copy()
@@ -561,7 +601,7 @@ def check_effective_u0(fn: Callable[..., ArrayLike], seed: int = 0) -> None:
     V, svals = task.V[:, perm], task.svals[perm]
     W1, W2 = 1e-3 * rng.standard_normal((10, 6)), 1e-3 * rng.standard_normal((8, 10))
     expected = effective_u0(W1, W2, U, V, svals)
-    got = np.asarray(fn(W1, W2, U, V, svals), dtype=float)
+    got = as_real_array("fn(W1, W2, U, V, svals)", fn(W1, W2, U, V, svals), finite=False)
     if got.shape != expected.shape:
         raise AssertionError(f"effective u0 must have shape {expected.shape} (one value per mode); got {got.shape}")
     bad = np.flatnonzero(~np.isclose(got, expected, rtol=1e-8, atol=0.0))
@@ -572,15 +612,47 @@ def check_effective_u0(fn: Callable[..., ArrayLike], seed: int = 0) -> None:
     print(f"check_effective_u0: all {got.size} modes agree with eq. eq-saxe-u0-eff to 1e-8")
 
 # ---------------------------------------------------------------------------------------------------------------
+def _real(name: str, x: ArrayLike) -> np.ndarray:
+    """A non-empty real finite array argument (see `core.as_real_array`)."""
+    return as_real_array(name, x, nonempty=True)
+
+
 def _positive(name: str, x: ArrayLike) -> np.ndarray:
-    arr = as_real_array(name, x)
+    arr = as_real_array(name, x, nonempty=True)
     if np.any(arr <= 0):
         raise ValueError(f"{name} must be positive; got {x!r}")
     return arr
 
 
+def _flip(flip: float) -> float:
+    flip = as_nonnegative("flip", flip)
+    if flip >= 0.5:
+        raise ValueError(f"flip must be a probability in [0, 0.5); got {flip!r}")
+    return flip
+
+
+def _batch_shape(names: str, *arrays: np.ndarray | torch.Tensor) -> tuple[int, ...]:
+    """The broadcast batch shape (all axes but the last two) of matrices, or a ValueError naming them."""
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(a.shape[:-2]) for a in arrays)))
+    except ValueError as err:
+        raise ValueError(f"{names}: the batch axes must broadcast; got shapes "
+                         f"{', '.join(str(tuple(a.shape)) for a in arrays)}") from err
+
+
+def _check_layers(Sigma: np.ndarray | torch.Tensor, W1: np.ndarray | torch.Tensor, W2: np.ndarray | torch.Tensor
+                  ) -> tuple[np.ndarray | torch.Tensor, ...]:
+    """Sigma (..., N3, N1), W1 (..., N2, N1), W2 (..., N3, N2) must chain, with broadcasting batch axes."""
+    if Sigma.ndim < 2 or W1.ndim < 2 or W2.ndim < 2 or W1.shape[-2] != W2.shape[-1] \
+            or tuple(Sigma.shape[-2:]) != (W2.shape[-2], W1.shape[-1]):
+        raise ValueError(f"shapes do not chain: Sigma {tuple(Sigma.shape)}, W1 {tuple(W1.shape)}, W2 "
+                         f"{tuple(W2.shape)}; expected Sigma (N3, N1), W1 (N2, N1), W2 (N3, N2)")
+    _batch_shape("Sigma, W1 and W2", Sigma, W1, W2)
+    return Sigma, W1, W2
+
+
 def _inside(name: str, x: ArrayLike, lo: float, hi: np.ndarray) -> np.ndarray:
-    arr = as_real_array(name, x)
+    arr = as_real_array(name, x, nonempty=True)
     if not np.all((arr > lo) & (arr < hi)):
         raise ValueError(f"{name} must lie strictly between 0 and s; got {name}={x!r}, s={hi!r}")
     return arr
@@ -589,9 +661,10 @@ def _inside(name: str, x: ArrayLike, lo: float, hi: np.ndarray) -> np.ndarray:
 def _check_chain(W1: np.ndarray, W2: np.ndarray, U: np.ndarray, V: np.ndarray) -> None:
     if W1.ndim < 2 or W2.ndim < 2 or W1.shape[-2] != W2.shape[-1]:
         raise ValueError(f"W1 (N2, N1) and W2 (N3, N2) do not chain: W1 {W1.shape}, W2 {W2.shape}")
-    if U.shape[-2] != W2.shape[-2] or V.shape[-2] != W1.shape[-1]:
-        raise ValueError(f"U must have N3 = {W2.shape[-2]} rows and V N1 = {W1.shape[-1]} rows; got U {U.shape}, "
-                         f"V {V.shape}")
+    if U.ndim < 2 or V.ndim < 2 or U.shape[-2] != W2.shape[-2] or V.shape[-2] != W1.shape[-1]:
+        raise ValueError(f"U must have N3 = {W2.shape[-2]} rows (those of W2) and V N1 = {W1.shape[-1]} rows (the "
+                         f"columns of W1); got U {U.shape}, V {V.shape}")
+    _batch_shape("W1, W2, U and V", W1, W2, U, V)
 
 
 def _haar_orthogonal(n: int, rng: np.random.Generator) -> np.ndarray:

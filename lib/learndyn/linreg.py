@@ -21,7 +21,17 @@ from typing import Literal
 
 import numpy as np
 
-from .core import DivergenceError, as_int, as_positive
+from .core import (
+    DivergenceError,
+    as_callable,
+    as_choice,
+    as_int,
+    as_positive,
+    as_real_array,
+    as_seed,
+    as_steps,
+    broadcast,
+)
 
 __all__ = ["ols", "ols_risk_theory", "ols_risk_fixed", "simulate_ols_risk", "bayes_risk", "posterior_mean",
            "simulate_bayes_risk", "gd_least_squares", "gd_stability_threshold", "gd_limit", "min_norm_solution",
@@ -46,15 +56,14 @@ def ols_risk_theory(n: int, d: int, sigma: float, design: Design = "gaussian") -
     """
     n, d = as_int("n", n, minimum=1), as_int("d", d, minimum=1)
     sigma = as_positive("sigma", sigma)
+    design = as_choice("design", design, ("gaussian", "orthogonal"))
     if design == "orthogonal":
         if n < d:
             raise ValueError(f"an orthogonal design needs n >= d; got n={n}, d={d}")
         return sigma**2 * d / n
-    if design == "gaussian":
-        if n <= d + 1:
-            raise ValueError(f"the Gaussian-design risk sigma^2 d/(n-d-1) exists only for n > d + 1; got n={n}, d={d}")
-        return sigma**2 * d / (n - d - 1)
-    raise ValueError(f"design must be 'gaussian' or 'orthogonal'; got {design!r}")
+    if n <= d + 1:
+        raise ValueError(f"the Gaussian-design risk sigma^2 d/(n-d-1) exists only for n > d + 1; got n={n}, d={d}")
+    return sigma**2 * d / (n - d - 1)
 
 
 def ols_risk_fixed(X: np.ndarray, sigma: float) -> float:
@@ -89,11 +98,9 @@ def posterior_mean(X: np.ndarray, y: np.ndarray, sigma: float, tau: float) -> np
     """
     X = _validate_design(X)
     sigma, tau = as_positive("sigma", sigma), as_positive("tau", tau)
-    y = np.asarray(y, dtype=float)
+    y = as_real_array("y", y)
     if y.shape[-1:] != (X.shape[0],):
         raise ValueError(f"y must have shape (..., {X.shape[0]}) to match X; got {y.shape}")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("y must be finite (found NaN or inf)")
     A = X.T @ X + (sigma / tau) ** 2 * np.eye(X.shape[1])
     return np.linalg.solve(A, (y @ X).T).T
 
@@ -103,7 +110,7 @@ def simulate_bayes_risk(X: np.ndarray, sigma: float, tau: float, reps: int, seed
     X = _validate_design(X)
     sigma, tau = as_positive("sigma", sigma), as_positive("tau", tau)
     reps = as_int("reps", reps, minimum=2)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(as_seed("seed", seed))
     w = tau * rng.standard_normal((reps, X.shape[1]))  # (reps, d)
     y = w @ X.T + sigma * rng.standard_normal((reps, X.shape[0]))  # (reps, n)
     err = np.sum((posterior_mean(X, y, sigma, tau) - w) ** 2, axis=1)
@@ -132,11 +139,7 @@ def gd_limit(X: np.ndarray, y: np.ndarray, w0: np.ndarray | None = None) -> np.n
     w_ls = pinv @ y
     if w0 is None:
         return w_ls
-    w0 = np.asarray(w0, dtype=float)
-    if w0.shape != (X.shape[1],):
-        raise ValueError(f"w0 must have shape ({X.shape[1]},); got {w0.shape}")
-    if not np.all(np.isfinite(w0)):
-        raise ValueError("w0 must be finite (found NaN or inf)")
+    w0 = as_real_array("w0", w0, shape=(X.shape[1],))
     return w_ls + w0 - pinv @ (X @ w0)
 
 
@@ -145,7 +148,7 @@ def orthogonal_design(n: int, d: int, seed: int = 0) -> np.ndarray:
     n, d = as_int("n", n, minimum=1), as_int("d", d, minimum=1)
     if n < d:
         raise ValueError(f"an orthogonal design needs n >= d; got n={n}, d={d}")
-    q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((n, d)))
+    q, _ = np.linalg.qr(np.random.default_rng(as_seed("seed", seed)).standard_normal((n, d)))
     return np.sqrt(n) * q
 
 
@@ -158,8 +161,8 @@ def simulate_ols_risk(n: int, d: int, sigma: float, reps: int, seed: int = 0,
     Repetitions run in batches of `batch` (one batched linear solve each).
     """
     ols_risk_theory(n, d, sigma, design)  # validates the arguments and that the risk exists
-    reps = as_int("reps", reps, minimum=2)
-    rng = np.random.default_rng(seed)
+    reps, batch = as_int("reps", reps, minimum=2), as_int("batch", batch, minimum=1)
+    rng = np.random.default_rng(as_seed("seed", seed))
     X_fixed = orthogonal_design(n, d, seed=seed + 1) if design == "orthogonal" else None
     losses = []
     for start in range(0, reps, batch):
@@ -178,14 +181,13 @@ def gd_least_squares(X: np.ndarray, y: np.ndarray, lr: float, steps: int,
                      w0: np.ndarray | None = None) -> np.ndarray:
     """`steps` of GD on L(w) = 1/2 ||X w - y||^2 from w0 (default 0): w <- w - lr X^T (X w - y).
 
-    Raises `DivergenceError` naming the step if the iterate stops being finite (lr above 2/lambda_max diverges).
+    Raises `DivergenceError` naming the step if the iterate stops being finite (lr above 2/lambda_max diverges);
+    bad input (a NaN in X, y or w0, a wrong shape) is a ValueError/TypeError naming the argument. steps=0 gives w0.
     """
     X, y = _validate_xy(X, y)
     lr = as_positive("lr", lr)
     steps = as_int("steps", steps, minimum=0)
-    w = np.zeros(X.shape[1]) if w0 is None else np.array(w0, dtype=float)
-    if w.shape != (X.shape[1],):
-        raise ValueError(f"w0 must have shape ({X.shape[1]},); got {w.shape}")
+    w = np.zeros(X.shape[1]) if w0 is None else as_real_array("w0", w0, shape=(X.shape[1],)).copy()
     XtX, Xty = X.T @ X, X.T @ y
     for k in range(steps):
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, with its step
@@ -208,13 +210,11 @@ def james_stein(w_hat: np.ndarray, noise_var: float) -> np.ndarray:
 
     For the orthogonal design, w_hat is OLS and v = sigma^2 / n. `w_hat` may carry leading batch axes (..., d).
     """
-    w_hat = np.asarray(w_hat, dtype=float)
+    w_hat = as_real_array("w_hat", w_hat)
     noise_var = as_positive("noise_var", noise_var)
     if w_hat.ndim == 0 or w_hat.shape[-1] < 3:
         raise ValueError(f"w_hat must have shape (..., d) with d >= 3 (Stein shrinkage needs d >= 3); "
                          f"got {w_hat.shape}")
-    if not np.all(np.isfinite(w_hat)):
-        raise ValueError("w_hat must be finite (found NaN or inf)")
     d = w_hat.shape[-1]
     sq = np.sum(w_hat**2, axis=-1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -235,8 +235,8 @@ def james_stein_risk(w_norm: float | np.ndarray, d: int, noise_var: float) -> np
 
     d = as_int("d", d, minimum=3)
     v = as_positive("noise_var", noise_var)
-    w_norm = np.asarray(w_norm, dtype=float)
-    if np.any(~np.isfinite(w_norm)) or np.any(w_norm < 0):
+    w_norm = as_real_array("w_norm", w_norm, nonempty=True)
+    if np.any(w_norm < 0):
         raise ValueError(f"w_norm must be finite and >= 0; got {w_norm}")
     inv_q = np.empty(w_norm.shape)
     for idx, wn in np.ndenumerate(w_norm):
@@ -249,12 +249,12 @@ def james_stein_risk(w_norm: float | np.ndarray, d: int, noise_var: float) -> np
 def simulate_james_stein_risk(w: np.ndarray, noise_var: float, reps: int, seed: int = 0,
                               batch: int = 100_000) -> tuple[float, float]:
     """Monte Carlo risk of `james_stein` at the true mean w: w_hat = w + sqrt(v) z; returns (mean, std. error)."""
-    w = np.asarray(w, dtype=float)
-    if w.ndim != 1 or w.size < 3 or not np.all(np.isfinite(w)):
-        raise ValueError(f"w must be a finite vector with d >= 3 entries; got shape {w.shape}")
+    w = as_real_array("w", w, ndim=1)
+    if w.size < 3:
+        raise ValueError(f"w must be a vector with d >= 3 entries (Stein shrinkage needs d >= 3); got shape {w.shape}")
     noise_var = as_positive("noise_var", noise_var)
     reps, batch = as_int("reps", reps, minimum=2), as_int("batch", batch, minimum=1)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(as_seed("seed", seed))
     losses = []
     for start in range(0, reps, batch):
         w_hat = w + np.sqrt(noise_var) * rng.standard_normal((min(batch, reps - start), w.size))
@@ -267,21 +267,26 @@ def simulate_james_stein_risk(w: np.ndarray, noise_var: float, reps: int, seed: 
 def gd_filter(s: float | np.ndarray, lr: float, steps: int | np.ndarray) -> np.ndarray:
     """Spectral filter of k steps of GD from 0, 1 - (1 - lr s)^k, eq. `eq-linreg-gd-filter` (Ch 1). Broadcasts."""
     lr = as_positive("lr", lr)
-    s, k = np.asarray(s, dtype=float), np.asarray(steps)
-    if not np.issubdtype(k.dtype, np.integer) or np.any(k < 0):
-        raise ValueError(f"steps must be non-negative integers; got {steps!r}")
-    if np.any(s < 0) or not np.all(np.isfinite(s)):
-        raise ValueError("s (eigenvalues of X^T X) must be finite and >= 0")
-    return 1.0 - (1.0 - lr * s) ** k
+    s, k = as_real_array("s", s, nonempty=True), as_steps("steps", steps)
+    if np.any(s < 0):
+        raise ValueError("s (eigenvalues of X^T X) must be >= 0")
+    s, k = broadcast("s and steps", s, k)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = 1.0 - (1.0 - lr * s) ** k
+    if not np.all(np.isfinite(out)):
+        raise DivergenceError(f"the GD filter overflows: lr * s > 2 makes (1 - lr s)^k grow without bound "
+                              f"(lr={lr:g}, max s={s.max():g}); GD diverges there")
+    return out
 
 
 def ridge_filter(s: float | np.ndarray, lam: float | np.ndarray) -> np.ndarray:
     """Spectral filter of ridge regression, s / (s + lam), eq. `eq-linreg-ridge-filter` (Ch 1). Broadcasts."""
-    s, lam = np.asarray(s, dtype=float), np.asarray(lam, dtype=float)
-    if np.any(s < 0) or not np.all(np.isfinite(s)):
-        raise ValueError("s (eigenvalues of X^T X) must be finite and >= 0")
-    if np.any(lam <= 0) or not np.all(np.isfinite(lam)):
-        raise ValueError(f"lam must be finite and > 0; got {lam}")
+    s, lam = as_real_array("s", s, nonempty=True), as_real_array("lam", lam, nonempty=True)
+    if np.any(s < 0):
+        raise ValueError("s (eigenvalues of X^T X) must be >= 0")
+    if np.any(lam <= 0):
+        raise ValueError(f"lam must be > 0; got {lam}")
+    s, lam = broadcast("s and lam", s, lam)
     return s / (s + lam)
 
 
@@ -298,19 +303,16 @@ def filter_risk(X: np.ndarray, sigma: float, filt, *, w: np.ndarray | None = Non
     sigma = as_positive("sigma", sigma)
     if (w is None) == (tau is None):
         raise ValueError("give exactly one of w (the true weights) or tau (the prior scale)")
-    if not callable(filt):
-        raise TypeError(f"filt must be a callable s -> f(s); got {type(filt).__name__}")
+    filt = as_callable("filt", filt)
     _require_full_rank(X)
     s, V = np.linalg.eigh(X.T @ X)
-    f = np.asarray(filt(s), dtype=float)
+    f = as_real_array("filt(s)", filt(s))
     if f.shape[-1:] != s.shape:
         raise ValueError(f"filt(s) must end in the axis of the {s.size} eigenvalues; got shape {f.shape}")
     if tau is not None:
         signal = as_positive("tau", tau) ** 2 * np.ones_like(s)
     else:
-        w = np.asarray(w, dtype=float)
-        if w.shape != s.shape or not np.all(np.isfinite(w)):
-            raise ValueError(f"w must be a finite vector of shape {s.shape}; got {w.shape}")
+        w = as_real_array("w", w, shape=s.shape)
         signal = (V.T @ w) ** 2
     return np.sum(signal * (1 - f) ** 2 + sigma**2 * f**2 / s, axis=-1)
 
@@ -319,7 +321,7 @@ def gd_risk(X: np.ndarray, sigma: float, lr: float, steps: int | np.ndarray, *, 
             tau: float | None = None) -> np.ndarray:
     """Risk of k steps of GD from 0 on 1/2 ||X w - y||^2 (early stopping), eqs. `eq-linreg-gd-filter` and
     `eq-linreg-filter-risk` (Ch 1); `steps` broadcasts (an array of k gives the curve against k)."""
-    k = np.asarray(steps)[..., None]
+    k = as_steps("steps", steps)[..., None]
     return filter_risk(X, sigma, lambda s: gd_filter(s, lr, k), w=w, tau=tau)
 
 
@@ -327,7 +329,7 @@ def ridge_risk(X: np.ndarray, sigma: float, lam: float | np.ndarray, *, w: np.nd
                tau: float | None = None) -> np.ndarray:
     """Risk of ridge regression (X^T X + lam I)^{-1} X^T y, eq. `eq-linreg-filter-risk` with s/(s+lam); `lam`
     broadcasts. Averaged over w ~ N(0, tau^2 I) at lam = sigma^2/tau^2 it is the Bayes risk `bayes_risk`."""
-    lam = np.asarray(lam, dtype=float)[..., None]
+    lam = as_real_array("lam", lam, nonempty=True)[..., None]
     return filter_risk(X, sigma, lambda s: ridge_filter(s, lam), w=w, tau=tau)
 
 
@@ -335,7 +337,7 @@ def gd_early_stopped(X: np.ndarray, y: np.ndarray, lr: float, steps: int) -> np.
     """Closed form of k GD steps from 0 on 1/2 ||X w - y||^2: V diag(phi_k(s_i) / sqrt(s_i)) U^T y with the SVD
     X = U diag(sqrt(s)) V^T and phi_k = `gd_filter`, eq. `eq-linreg-gd-filter` (Ch 1). Any rank."""
     X, y = _validate_xy(X, y)
-    steps = as_int("steps", steps, minimum=0)
+    lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
     U, sv, Vt = np.linalg.svd(X, full_matrices=False)
     keep = sv > sv.max(initial=0.0) * max(X.shape) * np.finfo(float).eps
     U, sv, Vt = U[:, keep], sv[keep], Vt[keep]
@@ -349,18 +351,18 @@ def simulate_gd_risk(X: np.ndarray, sigma: float, tau: float, lr: float, steps: 
     X = _validate_design(X)
     sigma, tau, lr = as_positive("sigma", sigma), as_positive("tau", tau), as_positive("lr", lr)
     reps = as_int("reps", reps, minimum=2)
-    ks = np.asarray(steps)
-    if ks.ndim != 1 or ks.size == 0 or not np.issubdtype(ks.dtype, np.integer) or np.any(np.diff(ks) <= 0) \
-            or ks[0] < 0:
-        raise ValueError(f"steps must be a non-empty increasing list of non-negative integers; got {steps!r}")
-    rng = np.random.default_rng(seed)
+    ks = as_steps("steps", steps)
+    if ks.ndim != 1 or np.any(np.diff(ks) <= 0):
+        raise ValueError(f"steps must be an increasing 1-D list of non-negative integers; got {steps!r}")
+    rng = np.random.default_rng(as_seed("seed", seed))
     w = tau * rng.standard_normal((reps, X.shape[1]))  # (reps, d)
     Xty = (w @ X.T + sigma * rng.standard_normal((reps, X.shape[0]))) @ X  # (reps, d): X^T y per run
     XtX, W = X.T @ X, np.zeros_like(w)
     means, ses, k = [], [], 0
     for target in ks:
-        for _ in range(int(target) - k):
-            W = W - lr * (W @ XtX - Xty)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, with its step
+            for _ in range(int(target) - k):
+                W = W - lr * (W @ XtX - Xty)
         k = int(target)
         if not np.all(np.isfinite(W)):
             raise DivergenceError(f"gradient descent diverged by step {k} (lr={lr:g})")
@@ -372,11 +374,12 @@ def simulate_gd_risk(X: np.ndarray, sigma: float, tau: float, lr: float, steps: 
 
 # ---------------------------------------------------------------------------------------------------------------
 def _validate_design(X: np.ndarray) -> np.ndarray:
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or 0 in X.shape:
+    X = as_real_array("X", X, ndim=2)
+    if 0 in X.shape:
         raise ValueError(f"X must be a non-empty 2-D design matrix (n, d); got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X must be finite (found NaN or inf)")
+    with np.errstate(over="ignore", invalid="ignore"):
+        if not np.all(np.isfinite(X.T @ X)):
+            raise ValueError("X is too large: X^T X overflows float64 (rescale the design)")
     return X
 
 
@@ -389,11 +392,8 @@ def _require_full_rank(X: np.ndarray) -> None:
 
 
 def _validate_xy(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D design matrix (n, d); got shape {X.shape}")
+    X = _validate_design(X)
+    y = as_real_array("y", y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have shape ({X.shape[0]},) to match X; got {y.shape}")
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-        raise ValueError("X and y must be finite (found NaN or inf)")
     return X, y
