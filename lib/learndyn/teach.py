@@ -141,6 +141,8 @@ def find_book(start: str | Path | None = None) -> Path:
     if start is not None and not isinstance(start, str | Path):
         raise TypeError(f"start (the book's folder) must be a path or None; got {type(start).__name__}")
     here = Path(start) if start is not None else Path.cwd()
+    if not here.is_dir():
+        raise TeachError(f"start (the book's folder) {here} is not a folder; pass --book DIR")
     for folder in [here, *here.resolve().parents]:
         if (folder / "_toc.yml").is_file() and (folder / "_config.yml").is_file():
             return folder
@@ -255,13 +257,14 @@ def assignment_notebook(name: str, labels: Sequence[str], manual: Sequence[str] 
 
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
         raise TeachError(f"assignment name must be letters, digits, '-' or '_'; got {name!r}")
-    labels, manual = list(labels), list(manual)
+    labels, manual = _label_list("labels", labels), _label_list("manual", manual)
     if not labels and not manual:
         raise TeachError("an assignment needs at least one exercise: --exercises LABEL,...")
     known = {ex.label: ex for ex in find_exercises(book)}
-    for label in labels + manual:
-        if label not in known:
-            raise TeachError(f"unknown exercise label {label!r}; known labels: {', '.join(known)}")
+    for which, group in (("labels", labels), ("manual", manual)):
+        for label in group:
+            if label not in known:
+                raise TeachError(f"{which}: unknown exercise label {label!r}; known labels: {', '.join(known)}")
     repeated = sorted({lab for lab in labels + manual if (labels + manual).count(lab) > 1})
     if repeated:
         raise TeachError(f"exercise(s) listed twice: {', '.join(repeated)}")
@@ -318,8 +321,12 @@ def write_assignment(name: str, labels: Sequence[str], out: str | Path, manual: 
     """Write `out/source/name/name.ipynb` (and a minimal `out/nbgrader_config.py` when missing); returns the path."""
     import nbformat
 
+    if not isinstance(out, str | Path):
+        raise TypeError(f"out (the nbgrader course folder) must be a path; got {type(out).__name__}")
+    if not isinstance(force, bool):
+        raise TypeError(f"force must be True or False; got {force!r}")
     nb = assignment_notebook(name, labels, manual, book)
-    course = Path(out)
+    course = _safe_out(out, find_book(book))
     folder = course / "source" / name
     if folder.exists() and not force:
         raise TeachError(f"output folder {folder} exists; pass --force to replace it")
@@ -446,6 +453,12 @@ def _student_config(path: Path) -> None:
 def _need_str(name: str, value: object) -> None:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string; got {type(value).__name__}")
+
+
+def _label_list(name: str, labels: Sequence[str]) -> list[str]:
+    if isinstance(labels, str) or not isinstance(labels, Sequence) or not all(isinstance(x, str) for x in labels):
+        raise TypeError(f"{name} must be a list of exercise labels such as ['ex-linreg-bayes']; got {labels!r}")
+    return list(labels)
 
 
 def _points(n: int) -> str:
