@@ -359,3 +359,18 @@ def test_exact_second_margin():
         mm = ib.max_margin(Z)
         assert ib.second_margin(Z, mm) == pytest.approx(m, abs=1e-9)
         assert np.all(np.linalg.norm(Z, axis=1) <= 1) and list(mm.support) == [0, 1]
+
+
+def test_companion_mm_and_zero_steps_are_checked():
+    """An mm from other data is refused (the gaps would be measured against another SVM); T = 0 is the start."""
+    Z = ib.separable_with_svs(n=12, seed=0)
+    Z_other = ib.separable_with_svs(n=12, svs=((0.5, 0.1), (0.1, 0.5)), seed=3)
+    with pytest.raises(ValueError, match="mm is not the max-margin solution"):
+        ib.gd_separable(Z, 0.1, 200, 10, mm=ib.max_margin(Z_other), device="cpu")
+    with pytest.raises(TypeError, match="mm must be"):
+        ib.kkt_residuals(Z, None)
+    with pytest.raises(ValueError, match="w0 must be finite"):
+        ib.stability_limit(Z, w0=[np.nan, 0.0])
+    hist = ib.gd_separable(Z, 0.1, 0, device="cpu")
+    np.testing.assert_array_equal(hist.steps, [0])
+    np.testing.assert_array_equal(hist.final["w"], np.zeros((1, 2)))

@@ -20,7 +20,21 @@ import torch
 from numpy.typing import ArrayLike
 from scipy import optimize
 
-from .core import History, as_int, as_positive, check_finite, few_threads_if_small, get_device
+from .core import (
+    History,
+    as_bool,
+    as_choice,
+    as_int,
+    as_nonnegative,
+    as_positive,
+    as_real_array,
+    as_seed,
+    as_steps,
+    check_finite,
+    few_threads_if_small,
+    get_device,
+    no_overflow,
+)
 
 __all__ = [
     "separable_with_svs",
@@ -77,9 +91,10 @@ def separable_with_svs(n: int = 24, svs: ArrayLike = ((0.45, -0.1), (0.15, 0.35)
     """
     n = as_int("n", n, minimum=1)
     margin_ratio = as_positive("margin_ratio", margin_ratio)
-    S = np.atleast_2d(np.asarray(svs, dtype=float))
-    if S.ndim != 2 or S.shape[0] > n or not np.all(np.isfinite(S)):
-        raise ValueError(f"svs must be a finite (k, d) array with k <= n = {n}; got shape {S.shape}")
+    exact = as_bool("exact", exact)
+    S = np.atleast_2d(as_real_array("svs", svs, nonempty=True))
+    if S.ndim != 2 or S.shape[0] > n:
+        raise ValueError(f"svs must be a (k, d) array with k <= n = {n}; got shape {S.shape}")
     if np.any(np.linalg.norm(S, axis=1) > 1.0):
         raise ValueError("svs must lie in the unit ball (||z_i|| <= 1), as the bounds of Ch 5 require")
     mm = max_margin(S)
@@ -88,7 +103,7 @@ def separable_with_svs(n: int = 24, svs: ArrayLike = ((0.45, -0.1), (0.15, 0.35)
     if margin_ratio < 1.0 or margin_ratio * mm.gamma >= 1.0:
         raise ValueError(f"margin_ratio must lie in [1, 1/gamma) = [1, {1 / mm.gamma:.4g}) so points in the unit "
                          f"ball can have it; got {margin_ratio}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(as_seed("seed", seed))
     rows: list[np.ndarray] = []
     for _ in range(10_000):
         cand = _uniform_ball(rng, 4 * (n - len(S)) + 16, S.shape[1])
@@ -116,7 +131,7 @@ def wedge_dataset(n: int = 30, seed: int = 1) -> np.ndarray:
     and the asymptotics of eq-soudry-asymptotics set in slowly (Ch 5, "A slow dataset"); see `residual_exponent`.
     """
     n = as_int("n", n, minimum=3)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(as_seed("seed", seed))
     angle = rng.uniform(0.15, 0.85, n)
     radius = rng.uniform(0.5, 1.0, n)
     Z = np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
@@ -126,7 +141,7 @@ def wedge_dataset(n: int = 30, seed: int = 1) -> np.ndarray:
 def to_xy(Z: ArrayLike, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Random labels y_i = +-1 and inputs x_i = y_i z_i (for plotting a classification problem); y_i x_i = z_i."""
     Z = _as_Z(Z)
-    y = np.random.default_rng(seed).choice([-1.0, 1.0], size=Z.shape[0])
+    y = np.random.default_rng(as_seed("seed", seed)).choice([-1.0, 1.0], size=Z.shape[0])
     return y[:, None] * Z, y
 
 
@@ -136,6 +151,7 @@ def check_unit_ball(Z: ArrayLike, rescale: bool = False) -> np.ndarray:
     Otherwise raise ValueError, or, only when `rescale=True`, return Z divided by its largest row norm.
     """
     Z = _as_Z(Z)
+    rescale = as_bool("rescale", rescale)
     top = float(np.linalg.norm(Z, axis=1).max())
     if top <= 1.0 + 1e-12:
         return Z
@@ -158,6 +174,7 @@ def max_margin(Z: ArrayLike, method: Literal["slsqp", "sklearn"] = "slsqp", supp
     """
     Z = _as_Z(Z)
     support_tol = as_positive("support_tol", support_tol)
+    method = as_choice("method", method, ("slsqp", "sklearn"))
     w_feasible = _separating_vector(Z)
     if method == "slsqp":
         res = optimize.minimize(lambda w: 0.5 * w @ w, w_feasible, jac=lambda w: w, method="SLSQP",
@@ -184,13 +201,13 @@ def kkt_residuals(Z: ArrayLike, mm: MaxMargin) -> dict[str, float]:
     complementarity: max_i |alpha_i (<w, z_i> - 1)|.
     """
     Z = _as_Z(Z)
-    w, alpha = np.asarray(mm.w_hat, dtype=float), np.asarray(mm.alpha, dtype=float)
-    if w.shape != (Z.shape[1],) or alpha.shape != (Z.shape[0],):
-        raise ValueError(f"mm does not match Z {Z.shape}: w_hat {w.shape}, alpha {alpha.shape}")
+    w, alpha = _mm_arrays(Z, mm)
     m = Z @ w
-    return {"primal": float(max(0.0, np.max(1.0 - m))), "dual": float(max(0.0, np.max(-alpha))),
-            "stationarity": float(np.linalg.norm(w - Z.T @ alpha)),
-            "complementarity": float(np.max(np.abs(alpha * (m - 1.0))))}
+    res = {"primal": float(max(0.0, np.max(1.0 - m))), "dual": float(max(0.0, np.max(-alpha))),
+           "stationarity": float(np.linalg.norm(w - Z.T @ alpha)),
+           "complementarity": float(np.max(np.abs(alpha * (m - 1.0))))}
+    no_overflow("Z and mm", list(res.values()))
+    return res
 
 
 def second_margin(Z: ArrayLike, mm: MaxMargin) -> float:
@@ -199,6 +216,7 @@ def second_margin(Z: ArrayLike, mm: MaxMargin) -> float:
     The non-support points fade like t^-(m2 - 1), one of the two clocks of eq-soudry-residual-rate; inf if none.
     """
     Z = _as_Z(Z)
+    _check_mm(Z, mm)
     off = np.setdiff1d(np.arange(len(Z)), mm.support)
     return float(np.min(Z[off] @ mm.w_hat)) if off.size else float("inf")
 
@@ -214,9 +232,10 @@ def soudry_w_tilde(Z: ArrayLike, mm: MaxMargin, eta: ArrayLike,
     component outside span(Z_S) GD does not determine this way. `eta` broadcasts: shape eta.shape + (d,).
     """
     Z = _as_Z(Z)
-    eta = np.asarray(eta, dtype=float)
-    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
-        raise ValueError(f"eta must be positive and finite; got {eta}")
+    _check_mm(Z, mm)
+    eta = as_real_array("eta", eta, nonempty=True)
+    if np.any(eta <= 0):
+        raise ValueError(f"eta must be positive; got {eta}")
     eta_eff = eta / _reduction_scale(reduction, len(Z))
     S = np.asarray(mm.support)
     a = np.asarray(mm.alpha, dtype=float)[S]
@@ -230,9 +249,10 @@ def soudry_w_tilde(Z: ArrayLike, mm: MaxMargin, eta: ArrayLike,
 
 def asymptotic_w(t: ArrayLike, mm: MaxMargin, w_tilde: ArrayLike) -> np.ndarray:
     """w_hat ln t + w_tilde (eq-soudry-asymptotics) at GD step t >= 1; shape t.shape + w_tilde.shape."""
-    t, w_tilde = np.asarray(t, dtype=float), np.asarray(w_tilde, dtype=float)
-    if np.any(~np.isfinite(t)) or np.any(t <= 0):
-        raise ValueError("t (GD steps) must be positive and finite")
+    _mm_type(mm)
+    t, w_tilde = as_real_array("t", t, nonempty=True), as_real_array("w_tilde", w_tilde, nonempty=True)
+    if np.any(t <= 0):
+        raise ValueError("t (GD steps) must be positive")
     if w_tilde.shape[-1:] != np.shape(mm.w_hat):
         raise ValueError(f"w_tilde must end in d = {np.size(mm.w_hat)}; got shape {w_tilde.shape}")
     lt = np.log(t).reshape(t.shape + (1,) * w_tilde.ndim)
@@ -260,8 +280,7 @@ def gf_norm_bounds(t: ArrayLike, L0: float, gamma: float, n: int, r0: float = 0.
     """
     t = _as_time(t)
     L0, gamma, n = as_positive("L0", L0), _as_gamma(gamma), as_int("n", n, minimum=1)
-    if not np.isfinite(r0) or r0 < 0:
-        raise ValueError(f"r0 (initial norm) must be finite and >= 0; got {r0!r}")
+    r0 = as_nonnegative("r0", r0)
     upper = r0 + np.minimum(np.log1p(gamma**2 * L0 * t) / gamma**2, np.log1p(L0 * t) / gamma)
     return np.log(n * (1.0 / L0 + gamma**2 * t)), upper
 
@@ -273,9 +292,7 @@ def gd_loss_bound(k: ArrayLike, eta: float, L0: float, gamma: float, R: float = 
     from the descent lemma on the sublevel set {L <= L_k} (Hessian <= L_k R^2, R = max ||z_i||) and
     ||grad L|| >= gamma L. B_k ~ 1/(gamma^2 eta k), the flow bound at t = eta k. `k`: steps >= 0 (any shape).
     """
-    k = np.asarray(k)
-    if k.dtype.kind not in "iu" or np.any(k < 0):
-        raise ValueError("k (GD steps) must be non-negative integers")
+    k = as_steps("k", k)
     eta, L0, gamma, R = as_positive("eta", eta), as_positive("L0", L0), _as_gamma(gamma), as_positive("R", R)
     if eta * L0 * R**2 >= 2.0:
         raise ValueError(f"eta must be below 2 / (L0 R^2) = {2.0 / (L0 * R**2):.6g} for the descent lemma; got {eta}")
@@ -295,11 +312,11 @@ def margin_bounds(r: ArrayLike, n: int, gamma: float) -> tuple[np.ndarray, np.nd
                  then positive), else the trivial 2.
     Returns (margin-gap bound, angle-gap bound).
     """
-    r = np.asarray(r, dtype=float)
-    if np.any(~np.isfinite(r)) or np.any(r <= 0):
-        raise ValueError("r (the norm ||w||) must be positive and finite")
+    r = as_real_array("r", r, nonempty=True)
+    if np.any(r <= 0):
+        raise ValueError("r (the norm ||w||) must be positive")
     n, gamma = as_int("n", n, minimum=1), _as_gamma(gamma)
-    gap = np.log(n) / r
+    gap = no_overflow("r (too small)", np.log(n) / r)
     return gap, np.where(gap < gamma, np.sqrt(2.0 * gap / gamma), 2.0)
 
 
@@ -314,15 +331,16 @@ def stability_limit(Z: ArrayLike, loss: Literal["exp", "logistic"] = "exp",
     """
     Z = _as_Z(Z)
     scale = _reduction_scale(reduction, len(Z))
+    loss = as_choice("loss", loss, ("exp", "logistic"))
     if loss == "exp":
-        w = np.zeros(Z.shape[1]) if w0 is None else np.asarray(w0, dtype=float)
+        w = np.zeros(Z.shape[1]) if w0 is None else as_real_array("w0", w0, shape=(Z.shape[1],))
         weights = np.exp(-np.clip(Z @ w, -700.0, None))
         beta = np.linalg.eigvalsh((Z * weights[:, None]).T @ Z)[-1]
     elif loss == "logistic":
         beta = np.linalg.eigvalsh(Z.T @ Z)[-1] / 4.0
     else:
         raise ValueError(f"loss must be 'exp' or 'logistic'; got {loss!r}")
-    return float(2.0 * scale / beta)
+    return float(no_overflow("Z and w0", 2.0 * scale / no_overflow("Z and w0", beta)))
 
 
 def descent_step_limit(Z: ArrayLike, loss: Literal["exp", "logistic"] = "exp",
@@ -336,10 +354,9 @@ def descent_step_limit(Z: ArrayLike, loss: Literal["exp", "logistic"] = "exp",
     """
     Z = _as_Z(Z)
     scale = _reduction_scale(reduction, len(Z))
+    loss = as_choice("loss", loss, ("exp", "logistic"))
     if loss == "exp":
-        w = np.zeros(Z.shape[1]) if w0 is None else np.asarray(w0, dtype=float)
-        if w.shape != (Z.shape[1],) or not np.all(np.isfinite(w)):
-            raise ValueError(f"w0 must be a finite vector of length {Z.shape[1]}; got shape {w.shape}")
+        w = np.zeros(Z.shape[1]) if w0 is None else as_real_array("w0", w0, shape=(Z.shape[1],))
         beta = float(np.exp(-np.clip(Z @ w, -700.0, None)).sum() * np.max(np.sum(Z**2, axis=1)))
     elif loss == "logistic":
         beta = float(np.linalg.eigvalsh(Z.T @ Z)[-1] / 4.0)
@@ -355,6 +372,7 @@ def residual_matrix(Z: ArrayLike, mm: MaxMargin) -> np.ndarray:
     H_inf w_hat = w_hat exactly (the time-shift mode, eigenvalue 1).
     """
     Z = _as_Z(Z)
+    _check_mm(Z, mm)
     S = np.asarray(mm.support)
     a = np.asarray(mm.alpha, dtype=float)[S]
     if S.size == 0 or a.shape != (S.size,):
@@ -369,6 +387,7 @@ def residual_exponent(Z: ArrayLike, mm: MaxMargin) -> tuple[float, float, float]
     exponent = min(lambda_min, m2 - 1). In the plane with two support vectors lambda_min = alpha_1 alpha_2 det(Z_S)^2.
     """
     Z = _as_Z(Z)
+    _check_mm(Z, mm)
     S = np.asarray(mm.support)
     A = residual_matrix(Z, mm)
     basis = np.linalg.svd(Z[S], full_matrices=False)[2]  # orthonormal rows spanning the support vectors
@@ -388,14 +407,17 @@ def expansion_constants(Z: ArrayLike, mm: MaxMargin, w_tilde: ArrayLike) -> dict
     where P projects orthogonally to w_hat. k counts the steps for which w_tilde was computed.
     """
     Z = _as_Z(Z)
-    wt = np.asarray(w_tilde, dtype=float)
+    _check_mm(Z, mm)
+    wt = as_real_array("w_tilde", w_tilde)
     if wt.shape != np.shape(mm.w_hat):
         raise ValueError(f"w_tilde must have shape {np.shape(mm.w_hat)}; got {wt.shape}")
     a = float(np.linalg.norm(mm.w_hat))
     u_hat = mm.w_hat / a
     perp = wt - (wt @ u_hat) * u_hat
-    return {"angle": float(np.linalg.norm(perp) / a), "margin": float(-np.min(Z[mm.support] @ perp) / a),
-            "shift": float(wt @ u_hat / a)}
+    out = {"angle": float(np.linalg.norm(perp) / a), "margin": float(-np.min(Z[mm.support] @ perp) / a),
+           "shift": float(wt @ u_hat / a)}
+    no_overflow("w_tilde", list(out.values()))
+    return out
 
 
 # -------------------------------------------------------------------------------------------- simulator
@@ -416,18 +438,16 @@ def gd_separable(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray, T: in
     """
     Z = _as_Z(Z)
     n, d = Z.shape
-    T = as_int("T", T, minimum=1)
-    if loss not in ("exp", "logistic"):
-        raise ValueError(f"loss must be 'exp' or 'logistic'; got {loss!r}")
+    T = as_int("T", T, minimum=0)
+    loss = as_choice("loss", loss, ("exp", "logistic"))
     scale = _reduction_scale(reduction, n)
-    mm = max_margin(Z) if mm is None else mm  # raises for non-separable Z
-    eta = np.atleast_1d(np.asarray(etas, dtype=float))
-    w_init = np.zeros(d) if w0 is None else np.asarray(w0, dtype=float)
-    if eta.ndim != 1 or w_init.shape != (d,) or not np.all(np.isfinite(w_init)):
-        raise ValueError(f"etas must be a float or a 1-D sequence and w0 a finite vector of length {d}; "
-                         f"got etas shape {eta.shape}, w0 shape {w_init.shape}")
-    if np.any(~np.isfinite(eta)) or np.any(eta <= 0):
-        raise ValueError(f"etas must be positive and finite; got {eta}")
+    eta = np.atleast_1d(as_real_array("etas", etas, nonempty=True))
+    w_init = np.zeros(d) if w0 is None else as_real_array("w0", w0, shape=(d,))
+    if eta.ndim != 1:
+        raise ValueError(f"etas must be a float or a 1-D sequence; got shape {eta.shape}")
+    if np.any(eta <= 0):
+        raise ValueError(f"etas must be positive; got {eta}")
+    mm = max_margin(Z) if mm is None else _check_mm(Z, mm)  # raises for non-separable Z
     steps = _checkpoint_steps(T, checkpoints)
     dev = get_device(device)
     Zt = torch.as_tensor(Z, dtype=torch.float64, device=dev)  # (n, d)
@@ -453,11 +473,11 @@ def flow_log_time(Z: ArrayLike, t: ArrayLike, mm: MaxMargin | None = None, rtol:
     from scipy.integrate import solve_ivp
 
     Z = _as_Z(Z)
-    mm = max_margin(Z) if mm is None else mm
-    t = np.asarray(t, dtype=float)
+    mm = max_margin(Z) if mm is None else _check_mm(Z, mm)
+    t = as_real_array("t", t, nonempty=True)
     flat = t.ravel()
-    if flat.size == 0 or np.any(~np.isfinite(flat)) or np.any(flat <= 0) or np.any(np.diff(flat) <= 0):
-        raise ValueError("t must be positive, finite and strictly increasing")
+    if np.any(flat <= 0) or np.any(np.diff(flat) <= 0):
+        raise ValueError("t must be positive and strictly increasing")
     rtol = as_positive("rtol", rtol)
     w_hat = np.asarray(mm.w_hat, dtype=float)
     m = Z @ w_hat
@@ -484,11 +504,9 @@ def normalized_gd(Z: ArrayLike, eta0: float, T: int, checkpoints: int | ArrayLik
     The steps compensate for the vanishing gradient (Nacson et al. 2019). Same records as `gd_separable`, B = 1.
     """
     Z = _as_Z(Z)
-    eta0, power = as_positive("eta0", eta0), float(power)
-    if not np.isfinite(power) or power < 0:
-        raise ValueError(f"power must be finite and >= 0; got {power!r}")
-    T = as_int("T", T, minimum=1)
-    mm = max_margin(Z) if mm is None else mm
+    eta0, power = as_positive("eta0", eta0), as_nonnegative("power", power)
+    T = as_int("T", T, minimum=0)
+    mm = max_margin(Z) if mm is None else _check_mm(Z, mm)
     steps = _checkpoint_steps(T, checkpoints)
     w = np.zeros(Z.shape[1])
     recs, k = [], 0
@@ -525,16 +543,46 @@ def _gd_loop(W: torch.Tensor, Zt: torch.Tensor, ZnegT: torch.Tensor, eta_col: to
 
 
 def _as_Z(Z: ArrayLike) -> np.ndarray:
-    Z = np.asarray(Z, dtype=float)
-    if Z.ndim != 2 or Z.shape[0] < 1 or Z.shape[1] < 1 or not np.all(np.isfinite(Z)):
-        raise ValueError(f"Z must be a finite (n, d) array with n, d >= 1; got shape {Z.shape}")
+    Z = as_real_array("Z", Z, ndim=2)
+    if Z.shape[0] < 1 or Z.shape[1] < 1:
+        raise ValueError(f"Z must be an (n, d) array with n, d >= 1; got shape {Z.shape}")
     return Z
 
 
+def _mm_type(mm: MaxMargin) -> MaxMargin:
+    if not isinstance(mm, MaxMargin):
+        raise TypeError(f"mm must be the MaxMargin of Z (from max_margin(Z)); got {type(mm).__name__}")
+    return mm
+
+
+def _mm_arrays(Z: np.ndarray, mm: MaxMargin) -> tuple[np.ndarray, np.ndarray]:
+    """mm's (w_hat, alpha), checked against the shapes of Z."""
+    w = as_real_array("mm.w_hat", _mm_type(mm).w_hat)
+    alpha = as_real_array("mm.alpha", mm.alpha)
+    if w.shape != (Z.shape[1],) or alpha.shape != (Z.shape[0],):
+        raise ValueError(f"mm does not match Z {Z.shape}: w_hat {w.shape}, alpha {alpha.shape}")
+    return w, alpha
+
+
+def _check_mm(Z: np.ndarray, mm: MaxMargin, tol: float = 1e-6) -> MaxMargin:
+    """mm, if it is the max-margin solution of Z (its KKT conditions hold to `tol`, relative); else ValueError.
+
+    An `mm` computed from other data would silently measure every gap against the wrong SVM.
+    """
+    _mm_arrays(Z, mm)
+    res = kkt_residuals(Z, mm)
+    scale = 1.0 + float(np.linalg.norm(mm.w_hat))
+    if max(res.values()) > tol * scale:
+        worst = max(res, key=res.get)
+        raise ValueError(f"mm is not the max-margin solution of this Z (KKT {worst} residual {res[worst]:.3g}); "
+                         "compute it with max_margin(Z) for the same data")
+    return mm
+
+
 def _as_time(t: ArrayLike) -> np.ndarray:
-    t = np.asarray(t, dtype=float)
-    if np.any(~np.isfinite(t)) or np.any(t < 0):
-        raise ValueError("t (flow time) must be finite and >= 0")
+    t = as_real_array("t", t, nonempty=True)
+    if np.any(t < 0):
+        raise ValueError("t (flow time) must be >= 0")
     return t
 
 
@@ -546,11 +594,7 @@ def _as_gamma(gamma: float) -> float:
 
 
 def _reduction_scale(reduction: str, n: int) -> float:
-    if reduction == "sum":
-        return 1.0
-    if reduction == "mean":
-        return float(n)
-    raise ValueError(f"reduction must be 'sum' or 'mean'; got {reduction!r}")
+    return 1.0 if as_choice("reduction", reduction, ("sum", "mean")) == "sum" else float(n)
 
 
 def _separating_vector(Z: np.ndarray) -> np.ndarray:
@@ -581,10 +625,10 @@ def _refine(Z: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.nd
 def _checkpoint_steps(T: int, checkpoints: int | ArrayLike) -> np.ndarray:
     if isinstance(checkpoints, int | np.integer) and not isinstance(checkpoints, bool):
         c = as_int("checkpoints", checkpoints, minimum=2)
-        steps = np.round(np.geomspace(1, T, c)).astype(np.int64)
+        steps = np.round(np.geomspace(1, max(T, 1), c)).astype(np.int64) if T else np.zeros(0, np.int64)
     else:
-        steps = np.asarray(checkpoints)
-        if steps.ndim != 1 or steps.dtype.kind not in "iu" or np.any(steps < 0) or np.any(steps > T):
+        steps = as_steps("checkpoints", checkpoints)
+        if steps.ndim != 1 or np.any(steps > T):
             raise ValueError(f"checkpoints must be a count >= 2 or 1-D integer steps in [0, T={T}]")
     return np.unique(np.r_[0, steps, T]).astype(np.int64)
 
