@@ -244,8 +244,12 @@ def test_bad_input_raises_naming_the_argument(data):
         ls.gd_logistic(Z, [1.0, -1.0], 10)
     with pytest.raises(ValueError, match="etas"):
         ls.gd_logistic(Z, np.nan, 10)
-    with pytest.raises(ValueError, match="T must be >= 1"):
-        ls.gd_logistic(Z, 1.0, 0)
+    with pytest.raises(ValueError, match="T must be >= 0"):
+        ls.gd_logistic(Z, 1.0, -1)
+    start = ls.gd_logistic(Z, 1.0, 0, device="cpu")          # T = 0: the start
+    np.testing.assert_array_equal(start.final["w"], np.zeros((1, Z.shape[1])))
+    np.testing.assert_array_equal(ls.gradient_flow_logistic(Z, np.zeros(Z.shape[1]), [0.0]),
+                                  np.zeros((1, Z.shape[1])))
     with pytest.raises(ValueError, match="separable"):
         ls.gd_logistic(np.array([[0.5, 0.0], [-0.5, 0.0]]), 1.0, 10)
     with pytest.raises(ValueError, match="norm <= 1"):

@@ -27,7 +27,24 @@ from numpy.typing import ArrayLike
 from scipy import optimize, special
 
 from . import implicit_bias
-from .core import DivergenceError, History, as_int, as_positive, few_threads_if_small, get_device, loglog_slope
+from .core import (
+    DivergenceError,
+    History,
+    as_bool,
+    as_callable,
+    as_choice,
+    as_int,
+    as_nonnegative,
+    as_positive,
+    as_real_array,
+    as_seed,
+    as_steps,
+    broadcast,
+    few_threads_if_small,
+    get_device,
+    loglog_slope,
+    no_overflow,
+)
 
 __all__ = [
     "narrow_margin_2d",
@@ -70,10 +87,8 @@ def narrow_margin_2d(n: int = 32, gamma: float = 0.05, spread: float = 0.02, see
     gamma = as_positive("gamma", gamma)
     if gamma >= 1:
         raise ValueError(f"gamma (the margin) must be in (0, 1) for rows of norm <= 1; got {gamma!r}")
-    if isinstance(spread, bool) or not isinstance(spread, int | float | np.integer | np.floating) or not (
-            np.isfinite(spread) and spread >= 0):
-        raise ValueError(f"spread must be a finite number >= 0; got {spread!r}")
-    rng = np.random.default_rng(as_int("seed", seed))
+    spread = as_nonnegative("spread", spread)
+    rng = np.random.default_rng(as_seed("seed", seed))
     first = gamma + np.abs(rng.normal(0.0, float(spread), size=n))
     second = rng.uniform(-1.0, 1.0, size=n) * np.sqrt(1.0 - gamma**2)
     Z = np.stack([first, second], axis=1)
@@ -88,6 +103,7 @@ def digits_01(center: bool = True) -> np.ndarray:
     """
     from sklearn.datasets import load_digits  # local import: scikit-learn is only needed here
 
+    center = as_bool("center", center)
     X, y = load_digits(n_class=2, return_X_y=True)
     if center:
         X = X - X.mean(axis=0)
@@ -115,7 +131,8 @@ def logistic_loss(Z: ArrayLike, w: ArrayLike) -> np.ndarray | float:
     exp(-m) does). Z: (..., n, d); w: (..., d); leading axes broadcast (matmul rules). Returns a float for a
     single (Z, w), else an array of the broadcast batch shape.
     """
-    Z, w = _as_data(Z), _as_weights(Z, w)
+    Z = _as_data(Z)
+    w = _as_weights(Z, w)
     out = np.logaddexp(0.0, -_margins(Z, w)).mean(axis=-1)
     return float(out) if out.ndim == 0 else out
 
@@ -126,7 +143,8 @@ def logistic_grad(Z: ArrayLike, w: ArrayLike) -> np.ndarray:
     Eq. `eq-wu-grad` (Ch 7). Stable for every margin (scipy's expit). Shapes as in `logistic_loss`; returns
     (..., d).
     """
-    Z, w = _as_data(Z), _as_weights(Z, w)
+    Z = _as_data(Z)
+    w = _as_weights(Z, w)
     s = special.expit(-_margins(Z, w))  # |l'(m_i)|, shape (..., n)
     return -(s[..., None, :] @ Z)[..., 0, :] / Z.shape[-2]
 
@@ -139,7 +157,7 @@ def smoothness(Z: ArrayLike) -> float | np.ndarray:
     Z: (..., n, d); returns a float, or an array for batched Z.
     """
     Z = _as_data(Z)
-    lam = np.linalg.eigvalsh(np.swapaxes(Z, -1, -2) @ Z / Z.shape[-2])[..., -1]
+    lam = np.linalg.eigvalsh(no_overflow("Z", np.swapaxes(Z, -1, -2) @ Z / Z.shape[-2]))[..., -1]
     out = lam / 4.0
     return float(out) if out.ndim == 0 else out
 
@@ -166,7 +184,8 @@ def gradient_potential(Z: ArrayLike, w: ArrayLike) -> np.ndarray | float:
     The "gradient potential": ||grad L(w)|| <= G(w) <= min{1, L(w)} for rows of norm <= 1. Shapes as in
     `logistic_loss`.
     """
-    Z, w = _as_data(Z), _as_weights(Z, w)
+    Z = _as_data(Z)
+    w = _as_weights(Z, w)
     out = special.expit(-_margins(Z, w)).mean(axis=-1)
     return float(out) if out.ndim == 0 else out
 
@@ -177,7 +196,8 @@ def sharpness_logistic(Z: ArrayLike, w: ArrayLike) -> np.ndarray | float:
     D = diag(l''(m_i)) with l''(m) = expit(m) expit(-m) (Ch 7, eq. `eq-wu-selfbound`); at w = 0 it is `smoothness`.
     Shapes as in `logistic_loss` (Z (n, d), w (..., d)); returns a float or an array of the batch shape.
     """
-    Z, w = _as_data(Z), _as_weights(Z, w)
+    Z = _as_data(Z)
+    w = _as_weights(Z, w)
     m = _margins(Z, w)
     d2 = special.expit(m) * special.expit(-m)  # (..., n)
     H = np.swapaxes(Z, -1, -2) @ (d2[..., :, None] * Z) / Z.shape[-2]
@@ -243,7 +263,7 @@ def stable_rate_bound(t: ArrayLike, L_s: ArrayLike, eta: ArrayLike, gamma: Array
     L(w_{s+t}) <= 3.27 / (gamma^2 eta t). Arguments broadcast.
     """
     t, eta, gamma = _bound_args(t, eta, gamma)
-    L_s = _positive_array("L_s", L_s)
+    t, L_s, eta, gamma = broadcast("t, L_s, eta and gamma", t, _positive_array("L_s", L_s), eta, gamma)
     return 1.0 / (1.0 / L_s + RATE_CONSTANT * gamma**2 * eta * t)
 
 
@@ -253,11 +273,10 @@ def stable_rate_lower(t: ArrayLike, L_s: ArrayLike, eta: ArrayLike) -> np.ndarra
     Valid for every data set with rows of norm <= 1 once eta L(w_s) <= 1/2 (convexity and ||grad L|| <= L). As
     t -> infinity, eta t L(w_{s+t}) >= 1 - o(1): no constant step size beats Theta(1/(eta t)). Arguments broadcast.
     """
-    t = np.asarray(t, dtype=float)
-    if not np.all(np.isfinite(t)) or np.any(t < 0):
-        raise ValueError("t (number of steps) must be finite and >= 0")
-    eta = _positive_array("eta", eta)
-    L_s = _positive_array("L_s", L_s)
+    t = as_real_array("t", t, nonempty=True)
+    if np.any(t < 0):
+        raise ValueError("t (number of steps) must be >= 0")
+    t, eta, L_s = broadcast("t, eta and L_s", t, _positive_array("eta", eta), _positive_array("L_s", L_s))
     if np.any(eta * L_s > 0.5):
         raise ValueError("eta * L_s must be <= 1/2 (the stable-phase hypothesis)")
     return 1.0 / (1.0 / L_s + eta * t / (1.0 - eta * L_s))
@@ -271,11 +290,7 @@ def stable_entry(losses: ArrayLike, eta: float, c: float = 0.5, n: int | None = 
     *certificate*, reached well after the loss has stopped increasing (see `last_increase`).
     `losses`: the 1-D loss history L(w_0), ..., L(w_T) of one run.
     """
-    losses = np.asarray(losses, dtype=float)
-    if losses.ndim != 1 or losses.size == 0:
-        raise ValueError(f"losses must be a non-empty 1-D loss history; got shape {losses.shape}")
-    if not np.all(np.isfinite(losses)):
-        raise ValueError("losses must be finite (found NaN or inf)")
+    losses = as_real_array("losses", losses, ndim=1, nonempty=True)
     eta, c = as_positive("eta", eta), as_positive("c", c)
     level = c / eta if n is None else min(c / eta, np.log(2.0) / as_int("n", n, minimum=1))
     hits = np.flatnonzero(losses <= level)
@@ -287,11 +302,7 @@ def last_increase(losses: ArrayLike) -> int:
 
     The end of the oscillations, as opposed to the stable-phase certificate `stable_entry` (Ch 7).
     """
-    losses = np.asarray(losses, dtype=float)
-    if losses.ndim != 1 or losses.size == 0:
-        raise ValueError(f"losses must be a non-empty 1-D loss history; got shape {losses.shape}")
-    if not np.all(np.isfinite(losses)):
-        raise ValueError("losses must be finite (found NaN or inf)")
+    losses = as_real_array("losses", losses, ndim=1, nonempty=True)
     up = np.flatnonzero(np.diff(losses) > 0)
     return int(up[-1] + 1) if up.size else 0
 
@@ -312,9 +323,8 @@ def gd_logistic(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray | torch
     Z = _as_data(Z, separable=True, unit_ball=True)
     n, d = Z.shape
     eta = _as_etas(etas)
-    T = as_int("T", T, minimum=1)
-    if record not in ("all", "loss"):
-        raise ValueError(f"record must be 'all' or 'loss'; got {record!r}")
+    T = as_int("T", T, minimum=0)
+    record = as_choice("record", record, ("all", "loss"))
     dev = get_device(device)
     B = eta.size
     Zt = torch.as_tensor(Z, dtype=torch.float64, device=dev)  # (n, d)
@@ -343,13 +353,12 @@ def rate_sweep(Z: ArrayLike, Ts: Sequence[int], eta_fn: Callable[[int], float],
     run of the longest budget. Returns (L_T of shape (len(Ts),), slope of log L_T against log T). Ch 7: slope close
     to -1 for a fixed classical step and close to -2 for eta = T/40 (Theorem `thm-wu-accel`).
     """
-    Ts = np.asarray(Ts)
-    if Ts.ndim != 1 or Ts.size < 2 or Ts.dtype.kind not in "iu":
+    Ts = as_steps("Ts", Ts)
+    if Ts.ndim != 1 or Ts.size < 2:
         raise ValueError(f"Ts must be a 1-D sequence of at least two integer budgets; got {Ts!r}")
     if np.any(Ts < 1) or np.any(np.diff(Ts) <= 0):
         raise ValueError(f"Ts must be increasing budgets >= 1; got {Ts.tolist()}")
-    if not callable(eta_fn):
-        raise TypeError(f"eta_fn must be a callable T -> step size; got {type(eta_fn).__name__}")
+    eta_fn = as_callable("eta_fn", eta_fn)
     etas = np.array([as_positive(f"eta_fn({T})", eta_fn(int(T))) for T in Ts])
     hist = gd_logistic(Z, etas, int(Ts.max()), device=device, record="loss")
     L_T = hist["loss"][Ts, np.arange(Ts.size)]
@@ -368,28 +377,28 @@ def gradient_flow_logistic(Z: ArrayLike, w0: ArrayLike, tau: ArrayLike, rtol: fl
     Z = _as_data(Z)
     if Z.ndim != 2:
         raise ValueError(f"Z must be one data set of shape (n, d); got shape {Z.shape}")
-    w0 = _as_weights(Z, w0)
+    w0 = _as_weights(Z, w0, "w0")
     if w0.ndim != 1:
         raise ValueError(f"w0 must have shape ({Z.shape[1]},); got {w0.shape}")
-    tau = np.atleast_1d(np.asarray(tau, dtype=float))
-    if tau.ndim != 1 or not np.all(np.isfinite(tau)) or np.any(tau < 0) or np.any(np.diff(tau) <= 0):
-        raise ValueError("tau (flow times) must be finite, >= 0 and increasing")
+    tau = np.atleast_1d(as_real_array("tau", tau, nonempty=True))
+    if tau.ndim != 1 or np.any(tau < 0) or np.any(np.diff(tau) <= 0):
+        raise ValueError("tau (flow times) must be >= 0 and increasing")
     rtol = as_positive("rtol", rtol)
+    if tau[-1] == 0:                                   # only tau = 0 asked for: the start (solve_ivp needs a span)
+        return w0[None].copy()
     n = Z.shape[0]
     sol = solve_ivp(lambda _, w: (special.expit(-(Z @ w)) @ Z) / n, (0.0, float(tau[-1])), w0, method="DOP853",
                     t_eval=tau, rtol=rtol, atol=rtol * 1e-3)
-    if not sol.success:  # pragma: no cover - the field is smooth and bounded
-        raise RuntimeError(f"gradient_flow_logistic: the ODE solver failed ({sol.message})")
+    if not sol.success:  # the field is smooth and bounded by max ||z_i||: only a huge Z gets here
+        raise DivergenceError(f"gradient_flow_logistic: the ODE solver failed ({sol.message}); is Z huge?")
     return sol.y.T
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
 def _as_data(Z: ArrayLike, separable: bool = False, unit_ball: bool = False) -> np.ndarray:
-    Z = np.asarray(Z, dtype=float)
+    Z = as_real_array("Z", Z)
     if Z.ndim < 2 or Z.shape[-2] == 0 or Z.shape[-1] == 0:
         raise ValueError(f"Z must hold rows z_i = y_i x_i, shape (n, d) with n, d >= 1; got shape {Z.shape}")
-    if not np.all(np.isfinite(Z)):
-        raise ValueError("Z must be finite (found NaN or inf)")
     if unit_ball and np.linalg.norm(Z, axis=-1).max() > 1.0 + _NORM_TOL:
         raise ValueError(f"Z must have rows of norm <= 1 (the theory assumes it); largest row norm is "
                          f"{np.linalg.norm(Z, axis=-1).max():.6g}")
@@ -401,30 +410,33 @@ def _as_data(Z: ArrayLike, separable: bool = False, unit_ball: bool = False) -> 
     return Z
 
 
-def _as_weights(Z: np.ndarray, w: ArrayLike) -> np.ndarray:
-    w = np.asarray(w, dtype=float)
+def _as_weights(Z: np.ndarray, w: ArrayLike, name: str = "w") -> np.ndarray:
+    w = as_real_array(name, w, nonempty=True)
     if w.ndim == 0 or w.shape[-1] != Z.shape[-1]:
-        raise ValueError(f"w must have shape (..., {Z.shape[-1]}) to match Z {Z.shape}; got {w.shape}")
-    if not np.all(np.isfinite(w)):
-        raise ValueError("w must be finite (found NaN or inf)")
+        raise ValueError(f"{name} must have shape (..., {Z.shape[-1]}) to match Z {Z.shape}; got {w.shape}")
+    try:
+        np.broadcast_shapes(Z.shape[:-2], w.shape[:-1])
+    except ValueError as err:
+        raise ValueError(f"the batch axes of Z {Z.shape} and {name} {w.shape} must broadcast") from err
     return w
 
 
 def _bound_args(t: ArrayLike, eta: ArrayLike, gamma: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    t, eta, gamma = (np.asarray(x, dtype=float) for x in (t, eta, gamma))
-    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
-        raise ValueError(f"eta (step size) must be positive and finite; got {eta}")
-    if not np.all(np.isfinite(gamma)) or np.any(gamma <= 0) or np.any(gamma > 1):
+    t, eta, gamma = (as_real_array(n, x, nonempty=True) for n, x in (("t", t), ("eta", eta), ("gamma", gamma)))
+    if np.any(eta <= 0):
+        raise ValueError(f"eta (step size) must be positive; got {eta}")
+    if np.any(gamma <= 0) or np.any(gamma > 1):
         raise ValueError(f"gamma (margin) must be in (0, 1] for rows of norm <= 1; got {gamma}")
-    if not np.all(np.isfinite(t)) or np.any(t < 0):
-        raise ValueError("t (number of steps) must be finite and >= 0")
+    if np.any(t < 0):
+        raise ValueError("t (number of steps) must be >= 0")
+    t, eta, gamma = broadcast("t, eta and gamma", t, eta, gamma)
     return t, eta, gamma
 
 
 def _positive_array(name: str, value: ArrayLike) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must be positive and finite; got {arr}")
+    arr = as_real_array(name, value, nonempty=True)
+    if np.any(arr <= 0):
+        raise ValueError(f"{name} must be positive; got {arr}")
     return arr
 
 
@@ -440,22 +452,20 @@ def _separating_direction(Z: np.ndarray) -> np.ndarray | None:
 
 
 def _as_etas(etas: float | Sequence[float] | np.ndarray | torch.Tensor) -> np.ndarray:
-    if isinstance(etas, torch.Tensor):
-        etas = etas.detach().cpu().numpy()
-    eta = np.atleast_1d(np.asarray(etas, dtype=float))
+    eta = np.atleast_1d(as_real_array("etas", etas))
     if eta.ndim != 1 or eta.size == 0:
         raise ValueError(f"etas must be a step size or a 1-D sequence of step sizes; got shape {eta.shape}")
-    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
-        raise ValueError(f"etas (step sizes) must be positive and finite; got {eta.tolist()}")
+    if np.any(eta <= 0):
+        raise ValueError(f"etas (step sizes) must be positive; got {eta.tolist()}")
     return eta
 
 
 def _initial_weights(w0: ArrayLike | None, B: int, d: int) -> torch.Tensor:
     if w0 is None:
         return torch.zeros(B, d, dtype=torch.float64)
-    w = np.asarray(w0, dtype=float)
-    if w.shape not in ((d,), (B, d)) or not np.all(np.isfinite(w)):
-        raise ValueError(f"w0 must be finite with shape ({d},) or ({B}, {d}); got shape {w.shape}")
+    w = as_real_array("w0", w0)
+    if w.shape not in ((d,), (B, d)):
+        raise ValueError(f"w0 must have shape ({d},) or ({B}, {d}); got shape {w.shape}")
     return torch.as_tensor(np.broadcast_to(w, (B, d)).copy(), dtype=torch.float64)
 
 
