@@ -84,11 +84,18 @@ def test_gd_matches_flow_limit_and_exact_product_form():
     lambda: dg.l2_correction(np.ones((2, 3)), np.ones(2), 0.0),
     lambda: dg.l1_statistical_dimension(10, 10),
     lambda: dg.gd_diagonal(np.ones((2, 3)), np.ones(2), np.array([1.0]), np.array([1.0, 2.0]), 10),
-    lambda: dg.gd_diagonal(np.ones((2, 3)), np.ones(2), np.array([1.0]), np.array([1.0]), 0),
+    lambda: dg.gd_diagonal(np.ones((2, 3)), np.ones(2), np.array([1.0]), np.array([1.0]), -1),
+    lambda: dg.gd_diagonal(np.ones((2, 3)), np.array([1.0, np.nan]), np.array([1.0]), np.array([1.0]), 5),
 ])
 def test_bad_input_raises(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_zero_steps_return_the_start():
+    hist = dg.gd_diagonal(np.ones((2, 3)), np.ones(2), np.array([0.5]), np.array([0.1]), 0)
+    np.testing.assert_array_equal(hist.final["w"], np.zeros((1, 3)))      # u_+ = u_- = alpha: w = 0
+    assert hist["loss"].shape == (1, 1)
 
 
 def test_statistical_dimension_type_error():

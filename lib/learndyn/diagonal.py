@@ -27,7 +27,7 @@ import torch
 from scipy.optimize import LinearConstraint, linprog, lsq_linear, minimize, minimize_scalar
 from scipy.stats import norm
 
-from .core import History
+from .core import History, as_int, as_positive, as_real_array, get_device, no_overflow
 
 __all__ = ["hyperbolic_entropy", "mirror_map", "entropy_interpolator", "basis_pursuit", "kkt_distance_bound",
            "l2_correction", "saddle_sequence", "Saddles", "l1_statistical_dimension",
@@ -39,7 +39,7 @@ def hyperbolic_entropy(w: np.ndarray, alpha: float | np.ndarray) -> float:
     """Q_alpha(w) = sum_i alpha_i^2 q(w_i / alpha_i^2), q(z) = 2 - sqrt(4 + z^2) + z arcsinh(z / 2), eq-diag-entropy."""
     w, a2 = _w_alpha2(w, alpha)
     z = w / a2
-    return float(np.sum(a2 * (2 - np.sqrt(4 + z**2) + z * np.arcsinh(z / 2))))
+    return float(no_overflow("w", np.sum(a2 * (2 - np.sqrt(4 + z**2) + z * np.arcsinh(z / 2)))))
 
 
 def mirror_map(w: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
@@ -95,11 +95,11 @@ def kkt_distance_bound(X: np.ndarray, w: np.ndarray, alpha: float | np.ndarray) 
     squares), ||w - w*||_H <= ||H^{-1/2} p|| to first order in w - w*, hence |w_i - w*_i| <= that / sqrt(H_ii).
     Returns (the H-norm bound, the coordinate-wise bounds). w must interpolate (X w = y) for the bound to hold.
     """
-    X = np.asarray(X, dtype=float)
+    X = as_real_array("X", X, nonempty=True)
     w, a2 = _w_alpha2(w, alpha)
     if X.ndim != 2 or X.shape[1] != w.size:
-        raise ValueError(f"X must be (n, {w.size}); got {X.shape}")
-    h_inv_sqrt = (w**2 + 4 * a2**2) ** 0.25  # H^{-1/2}
+        raise ValueError(f"X must be (n, {w.size}) to match w; got {X.shape}")
+    h_inv_sqrt = no_overflow("w", (w**2 + 4 * a2**2) ** 0.25)  # H^{-1/2}
     psi = mirror_map(w, np.sqrt(a2))
     lam = np.linalg.lstsq((X * h_inv_sqrt).T, h_inv_sqrt * psi, rcond=None)[0]
     e_h = float(np.linalg.norm(h_inv_sqrt * (psi - X.T @ lam)))
@@ -109,7 +109,7 @@ def kkt_distance_bound(X: np.ndarray, w: np.ndarray, alpha: float | np.ndarray) 
 def l2_correction(X: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
     """Leading large-alpha correction eq-diag-l2-corr: argmin Q_alpha - X^+ y = Pi_ker((X^+ y)^3) / (24 alpha^4)."""
     X, y = _design(X, y)
-    alpha = _positive("alpha", alpha)
+    alpha = as_positive("alpha", alpha)
     pinv = np.linalg.pinv(X)
     cube = (pinv @ y) ** 3
     return (cube - pinv @ (X @ cube)) / (24 * alpha**4)
@@ -138,6 +138,7 @@ def saddle_sequence(X: np.ndarray, y: np.ndarray, max_jumps: int = 100, tol: flo
     |s_i| = 1 (bounded least squares, scipy lsq_linear). Stops when L(w) <= tol L(0).
     """
     X, y = _design(X, y)
+    max_jumps, tol = as_int("max_jumps", max_jumps, minimum=1), as_positive("tol", tol)
     n, d = X.shape
     w, s, t = np.zeros(d), np.zeros(d), 0.0
     times, points, losses = [], [w.copy()], [0.5 * float(y @ y)]
@@ -177,9 +178,7 @@ def l1_statistical_dimension(d: int, p: int) -> float:
     delta = min_{tau >= 0} p (1 + tau^2) + (d - p) E[(|g| - tau)_+^2],
     E[(|g| - tau)_+^2] = 2 ((1 + tau^2) Phi(-tau) - tau phi(tau)) for g ~ N(0, 1).
     """
-    if isinstance(d, bool) or isinstance(p, bool) or not isinstance(d, int | np.integer) or not isinstance(
-            p, int | np.integer):
-        raise TypeError(f"d and p must be integers; got {d!r}, {p!r}")
+    d, p = as_int("d", d, minimum=2), as_int("p", p, minimum=1)
     if not 0 < p < d:
         raise ValueError(f"need 0 < p < d; got p = {p}, d = {d}")
 
@@ -201,14 +200,14 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     record_every > 0. final: "w" (B, d); "log_shrink" (B, d) = sum_k ln|1 - 4 eta^2 g_k^2|; "diverged" (B,) bool.
     """
     X, y = _design(X, y)
-    alpha, eta = np.atleast_1d(np.asarray(alpha, dtype=float)), np.atleast_1d(np.asarray(eta, dtype=float))
+    alpha = np.atleast_1d(as_real_array("alpha", alpha, nonempty=True))
+    eta = np.atleast_1d(as_real_array("eta", eta, nonempty=True))
     if alpha.ndim != 1 or alpha.shape != eta.shape:
         raise ValueError(f"alpha and eta must be 1-d of one length (one per run); got {alpha.shape}, {eta.shape}")
-    if np.any(alpha <= 0) or np.any(eta <= 0) or not np.all(np.isfinite(alpha * eta)):
-        raise ValueError("alpha and eta must be positive and finite")
-    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
-        raise ValueError(f"steps must be a positive integer; got {steps!r}")
-    dev = torch.device(device) if device is not None else torch.device("cpu")
+    if np.any(alpha <= 0) or np.any(eta <= 0):
+        raise ValueError("alpha and eta must be positive")
+    steps, record_every = as_int("steps", steps, minimum=0), as_int("record_every", record_every, minimum=0)
+    dev = get_device(device) if device is not None else torch.device("cpu")
     Xt, yt = torch.tensor(X, device=dev), torch.tensor(y, device=dev)
     a = torch.tensor(alpha, device=dev)[:, None]
     e2 = 2 * torch.tensor(eta, device=dev)[:, None]
@@ -252,25 +251,18 @@ def _gd_loop(Xt: torch.Tensor, yt: torch.Tensor, e2: torch.Tensor, up: torch.Ten
 
 # --- helpers -----------------------------------------------------------------------------------------------------
 def _design(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-        raise ValueError("X and y must be finite")
+    X = as_real_array("X", X, ndim=2)
+    if 0 in X.shape:
+        raise ValueError(f"X must be a non-empty (n, d) design; got shape {X.shape}")
+    y = as_real_array("y", y, shape=(X.shape[0],))
+    no_overflow("X", X.T @ X)
+    no_overflow("y", y @ y)
     return X, y
 
 
-def _positive(name: str, x: float) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating) or not x > 0:
-        raise ValueError(f"{name} must be a positive number; got {x!r}")
-    return float(x)
-
-
 def _w_alpha2(w: np.ndarray, alpha: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    w = np.asarray(w, dtype=float)
-    a = np.asarray(alpha, dtype=float)
-    if w.ndim != 1:
-        raise ValueError(f"w must be a vector; got shape {w.shape}")
-    if a.ndim > 1 or (a.ndim == 1 and a.shape != w.shape) or not np.all(a > 0) or not np.all(np.isfinite(a)):
+    w = as_real_array("w", w, ndim=1, nonempty=True)
+    a = as_real_array("alpha", alpha, nonempty=True)
+    if a.ndim > 1 or (a.ndim == 1 and a.shape != w.shape) or not np.all(a > 0):
         raise ValueError(f"alpha must be positive: one number or one per coordinate of w ({w.size}); got {alpha!r}")
     return w, np.broadcast_to(a**2, w.shape)
