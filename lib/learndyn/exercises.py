@@ -179,7 +179,7 @@ def check_ssl1_ntxent(fn: Any) -> None:
     from .ssl import check_info_nce  # torch-backed reference, imported only when this check runs
 
     _callable("nt_xent", fn, "nt_xent(z1, z2, temperature)")
-    check_info_nce(fn)
+    check_info_nce(lambda z1, z2, temperature: _scalar("nt_xent", fn(z1, z2, temperature)))
     print("check_ssl1_ntxent: random embeddings and collapse both agree")
 
 
@@ -190,7 +190,7 @@ def check_ssl2_merge(gaps: Any) -> None:
     Tolerance 0.15 rise times: the chapter's measurement agrees with the prediction to 0.08 (half a step per
     crossing), doubled for other reasonable ways of locating the crossings."""
     pred = _ssl2_prediction()
-    arr = np.asarray(gaps, dtype=float) if not callable(gaps) else None
+    arr = _numbers("gaps", gaps, "an array of real numbers") if not callable(gaps) else None
     if arr is not None and arr.shape == pred.T.shape:
         raise AssertionError(f"gaps must have shape {pred.shape} (rho along rows, eps along columns); got "
                              f"{arr.shape}: transpose it")
@@ -455,25 +455,29 @@ def _callable(name: str, fn: Any, signature: str) -> None:
         raise TypeError(f"{name} must be a function {signature}; got {type(fn).__name__}")
 
 
+def _numbers(name: str, value: Any, what: str) -> np.ndarray:
+    """A student's answer as a float array, or a TypeError naming it (strings, None, complex values, ...)."""
+    if hasattr(value, "detach"):                       # a torch tensor (requires_grad or not)
+        value = value.detach().cpu().numpy()
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__}") from err
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__}"
+                        + (f" of dtype {arr.dtype}" if arr.dtype.kind == "c" else ""))
+    return arr.astype(float)
+
+
 def _scalar(name: str, value: Any) -> float:
-    arr = np.asarray(value, dtype=float)
+    arr = _numbers(name, value, "one real number")
     if arr.size != 1 or not np.isfinite(arr).all():
         raise AssertionError(f"{name} must return one finite number; got shape {arr.shape}")
     return float(arr.reshape(()))
 
 
 def _array(name: str, value: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
-    try:
-        import torch
-
-        if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().numpy()
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be an array of numbers ({what}); got {type(value).__name__}") from err
+    arr = _numbers(name, value, f"an array of real numbers ({what})")
     if arr.shape != shape:
         raise AssertionError(f"{name} must have shape {shape} ({what}); got {arr.shape}")
     if not np.isfinite(arr).all():
