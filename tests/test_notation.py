@@ -25,7 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTATION = ROOT / "notation.md"
 CHAPTER_DIR = ROOT / "chapters"
-CONFORMING = ["00_preface", "01_linear_regression", "02_deep_linear", "07_large_stepsize"]
+CONFORMING = ["00_preface", "01_linear_regression", "02_deep_linear", "03_ssl_noncontrastive", "04_ssl_stepwise",
+              "07_large_stepsize"]
 
 # ---------------------------------------------------------------------------------------------------------------
 # The page
@@ -160,7 +161,7 @@ PATTERNS = [
     ("colon-eq", re.compile(r"(?P<before>[^.;$]{0,60})" + r"\$(?!\$)([^$]*?:=[^$]*?)\$")),
 ]
 
-NOT_A_NOUN_PHRASE = set("when if all for at every each that is are as so then since because until unless".split())
+NOT_A_NOUN_PHRASE = set("when if iff all for at every each that is are as so then since because until unless".split())
 
 STOPWORDS = set("""
 the a an of to in on at by for with from and or as is are be its it this that these those which what when where
@@ -358,6 +359,12 @@ def test_scanner_finds_each_pattern():
     assert set(defs) == {"A", "B", "C", "D", "F", "G"}
     assert defs["G"].words == "the residual" and defs["G"].rhs == normalise(r"\Sigma-W_2W_1")
     assert defs["D"].line == 4 and "depth" in defs["D"].words
+
+
+def test_scanner_skips_conditions_written_with_iff():
+    """'with equality iff $C=I$' states when a bound is tight; it does not define C (Chapter 4 had one)."""
+    text = "Then L >= 0, with equality iff $C=I$, and with the residual $G=\\Sigma-W_2W_1$ we get"
+    assert {d.key for d in scan_definitions(text, "xx")} == {"G"}
 
 
 def _page_with(rows: str, reuses: str = "") -> tuple[list[Entry], dict[str, frozenset[str] | None]]:
