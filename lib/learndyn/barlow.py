@@ -30,13 +30,20 @@ from scipy.optimize import brentq
 
 from .core import (
     History,
+    as_bool,
     as_int,
+    as_nonnegative,
     as_positive,
     as_real_array,
+    as_real_tensor,
+    as_seed,
+    as_str,
+    broadcast,
     check_finite,
     few_threads_if_small,
     get_device,
     make_generator,
+    no_overflow,
 )
 
 __all__ = [
@@ -88,11 +95,11 @@ def make_gamma(eigs: ArrayLike, m: int, seed: int = 0) -> tuple[np.ndarray, np.n
     of eigs[j], in the order given.
     """
     m = as_int("m", m, minimum=1)
-    lam = as_real_array("eigs", eigs).ravel()
+    lam = as_real_array("eigs", eigs, nonempty=True).ravel()
     if lam.size > m:
         raise ValueError(f"eigs has {lam.size} values but m = {m}: give at most m eigenvalues")
     lam = np.concatenate([lam, np.zeros(m - lam.size)])
-    q, r = np.linalg.qr(np.random.default_rng(seed).standard_normal((m, m)))
+    q, r = np.linalg.qr(np.random.default_rng(as_seed("seed", seed)).standard_normal((m, m)))
     V = q * np.sign(np.diag(r))  # Haar measure (sign fix of the QR factor)
     G = (V * lam) @ V.T
     return 0.5 * (G + G.T), V
@@ -102,12 +109,12 @@ def make_gamma(eigs: ArrayLike, m: int, seed: int = 0) -> tuple[np.ndarray, np.n
 def barlow_loss(W: np.ndarray | torch.Tensor, Gamma: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
     """L = ||W Gamma W^T - I||_F^2, eq. `eq-ssl2-loss`; batched over leading axes of W; torch in, torch out."""
     if isinstance(W, torch.Tensor):
-        G = torch.as_tensor(Gamma, dtype=W.dtype, device=W.device)
+        G = torch.as_tensor(_gamma(Gamma), dtype=W.dtype, device=W.device)   # symmetric, as on the numpy path
         C = W @ G @ W.mT
         return ((C - torch.eye(W.shape[-2], dtype=W.dtype, device=W.device)) ** 2).sum(dim=(-2, -1))
     W, G = _check_pair(W, Gamma)
     C = W @ G @ np.swapaxes(W, -1, -2)
-    return np.sum((C - np.eye(W.shape[-2])) ** 2, axis=(-2, -1))
+    return no_overflow("W", np.sum((C - np.eye(W.shape[-2])) ** 2, axis=(-2, -1)))
 
 
 def barlow_grad(W: ArrayLike, Gamma: ArrayLike) -> np.ndarray:
@@ -115,7 +122,7 @@ def barlow_grad(W: ArrayLike, Gamma: ArrayLike) -> np.ndarray:
     W, G = _check_pair(W, Gamma)
     WG = W @ G
     C = WG @ np.swapaxes(W, -1, -2)
-    return 4.0 * (C - np.eye(W.shape[-2])) @ WG
+    return no_overflow("W", 4.0 * (C - np.eye(W.shape[-2])) @ WG)
 
 
 def barlow_logistic(t: ArrayLike, lam: ArrayLike, a0: ArrayLike) -> np.ndarray:
@@ -124,9 +131,10 @@ def barlow_logistic(t: ArrayLike, lam: ArrayLike, a0: ArrayLike) -> np.ndarray:
     Solves da/dt = 8 lam a (1 - a) for a mode of the aligned family; t, lam, a0 broadcast. Written with
     e^{-8 lam t} so that it does not overflow for large t (lam > 0); for lam <= 0 the mode decays or stays.
     """
-    t, lam, a0 = (as_real_array(n, x) for n, x in (("t", t), ("lam", lam), ("a0", a0)))
+    t, lam, a0 = broadcast("t, lam and a0", *(as_real_array(n, x, nonempty=True)
+                                              for n, x in (("t", t), ("lam", lam), ("a0", a0))))
     x = np.clip(-8.0 * lam * t, -700.0, 700.0)
-    return a0 / (a0 + (1.0 - a0) * np.exp(x))
+    return no_overflow("a0", a0 / (a0 + (1.0 - a0) * np.exp(x)))
 
 
 def barlow_time(lam: ArrayLike, a0: ArrayLike, level: float = 0.5) -> np.ndarray:
@@ -134,9 +142,8 @@ def barlow_time(lam: ArrayLike, a0: ArrayLike, level: float = 0.5) -> np.ndarray
 
     Eq. `eq-ssl2-step-time` (level 1/2: t = ln((1 - a0)/a0) / (8 lam)). Infinite where lam <= 0 (never learned).
     """
-    lam, a0 = as_real_array("lam", lam), as_real_array("a0", a0)
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1); got {level!r}")
+    lam, a0 = broadcast("lam and a0", as_real_array("lam", lam, nonempty=True), as_real_array("a0", a0, nonempty=True))
+    level = _level(level)
     if np.any(a0 <= 0) or np.any(a0 >= 1):
         raise ValueError("a0 must lie in (0, 1) (a small initial mode strength)")
     with np.errstate(divide="ignore"):
@@ -151,7 +158,7 @@ def barlow_gd_map(lam: ArrayLike, a0: ArrayLike, lr: float, steps: int) -> np.nd
     lam and a0 broadcast; returns shape (steps + 1, *broadcast shape).
     """
     lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
-    lam, a = np.broadcast_arrays(as_real_array("lam", lam), as_real_array("a0", a0))
+    lam, a = broadcast("lam and a0", as_real_array("lam", lam, nonempty=True), as_real_array("a0", a0, nonempty=True))
     out = np.empty((steps + 1, *lam.shape))
     out[0] = a
     with np.errstate(over="ignore", invalid="ignore"):
@@ -170,8 +177,8 @@ def barlow_gd_steps(lam: ArrayLike, a0: ArrayLike, lr: float, level: float = 0.5
     int dy / D + ln(D(y) / D(y0)) / 2 (Euler-Maclaurin), and 1/D = 1/(r (1 - a)) + 1/4 + O(r). The middle term is
     GD's lag (relative r/4), the last a fixed offset. Error O(r) steps.
     """
-    lr = as_positive("lr", lr)
-    a0 = as_real_array("a0", a0)
+    lr, level = as_positive("lr", lr), _level(level)
+    a0 = as_real_array("a0", a0, nonempty=True)
     return (barlow_time(lam, a0, level=level) / lr + 0.25 * np.log(level / a0)
             + 0.5 * np.log((1 - level) / (1 - a0)))
 
@@ -185,7 +192,7 @@ def barlow_lag_max(lam: ArrayLike, a0: ArrayLike, lr: float) -> np.ndarray:
     lam and a0 broadcast; lam > 0.
     """
     lr = as_positive("lr", lr)
-    lam, a0 = np.broadcast_arrays(as_real_array("lam", lam), as_real_array("a0", a0))
+    lam, a0 = broadcast("lam and a0", as_real_array("lam", lam, nonempty=True), as_real_array("a0", a0, nonempty=True))
     if np.any(lam <= 0):
         raise ValueError("lam must be positive (a mode that is learned)")
     if np.any(a0 <= 0) or np.any(a0 >= 0.5):
@@ -209,12 +216,13 @@ def effective_a0(W0: ArrayLike, Gamma: ArrayLike, d: int, refined: bool = True) 
     Refined (Gram-Schmidt, the mechanism of Chapter 2): a_j = lam_j ||P_perp(w_1..w_{j-1}) w_j||^2, since once the
     earlier modes are learned (I - C) only lets w_j grow orthogonally to them. Returns (..., d); batched over W0.
     """
-    W0, G = _check_pair(W0, Gamma)
-    d = _check_d(d, W0, G)
+    W0, G = _check_pair(W0, Gamma, "W0")
+    d = _check_d(d, W0, G, "W0")
+    refined = as_bool("refined", refined)
     lam, V = _top_eigh(G, d)
     w = W0 @ V                                                   # (..., d, d): column j is w_j = W0 v_j
     if not refined:
-        return lam * np.sum(w**2, axis=-2)
+        return no_overflow("W0", lam * np.sum(w**2, axis=-2))
     out = np.empty(w.shape[:-2] + (d,))
     basis: list[np.ndarray] = []                                 # orthonormal (..., d) vectors
     for j in range(d):
@@ -224,7 +232,7 @@ def effective_a0(W0: ArrayLike, Gamma: ArrayLike, d: int, refined: bool = True) 
         norm = np.linalg.norm(v, axis=-1, keepdims=True)
         out[..., j] = lam[..., j] * norm[..., 0] ** 2
         basis.append(v / np.where(norm > 0, norm, 1.0))
-    return out
+    return no_overflow("W0", out)
 
 
 def barlow_step_times(W0: ArrayLike, Gamma: ArrayLike, d: int, refined: bool = True,
@@ -234,8 +242,8 @@ def barlow_step_times(W0: ArrayLike, Gamma: ArrayLike, d: int, refined: bool = T
     Logistic law with the effective initial strengths of `effective_a0` (refined: Gram-Schmidt). In our
     normalisation t = lr * k; inf for modes with lam_j <= 0. Shape (..., d), batched over leading axes of W0.
     """
-    W0, G = _check_pair(W0, Gamma)
-    lam, _ = _top_eigh(G, _check_d(d, W0, G))
+    W0, G = _check_pair(W0, Gamma, "W0")
+    lam, _ = _top_eigh(G, _check_d(d, W0, G, "W0"))
     return barlow_time(lam, effective_a0(W0, G, d, refined=refined), level=level)
 
 
@@ -254,8 +262,8 @@ def linear_phase_a0(W0: ArrayLike, Gamma: ArrayLike, d: int) -> np.ndarray:
     removed exactly (their span is that of the unscaled w_k), which changes the eigenvalues near 1 by a relative
     1e-8 at most; the rest is an ordinary float64 eigenvalue problem. Needs lam_d > 0.
     """
-    W0, G = _check_pair(W0, Gamma)
-    d = _check_d(d, W0, G)
+    W0, G = _check_pair(W0, Gamma, "W0")
+    d = _check_d(d, W0, G, "W0")
     lam, V = np.linalg.eigh(G)
     lam, V = lam[::-1].copy(), V[:, ::-1].copy()
     if lam[d - 1] <= 0:
@@ -310,8 +318,8 @@ def frozen_remainder(W0: ArrayLike, Gamma: ArrayLike, d: int, lr: float, steps: 
     (`linear_phase_a0`). Valid for every sign of lam_k (modes with lam_k < 0 shrink, lam_k = 0 stay); the
     strengths are a_k = lam_k ||w_k||^2. Returns shape (..., m - d). Needs lam_d > 0.
     """
-    W0, G = _check_pair(W0, Gamma)
-    d = _check_d(d, W0, G)
+    W0, G = _check_pair(W0, Gamma, "W0")
+    d = _check_d(d, W0, G, "W0")
     steps = as_int("steps", steps, minimum=0)
     lr = as_positive("lr", lr)
     lam, V = np.linalg.eigh(G)
@@ -349,7 +357,10 @@ def aligned_init(Gamma: ArrayLike, d: int, varsigma: ArrayLike, Q: ArrayLike | N
     if d > G.shape[-1]:
         raise ValueError(f"d (embedding dimension) must be at most m = {G.shape[-1]}; got {d}")
     _, V = _top_eigh(G, d)
-    s = np.broadcast_to(as_real_array("varsigma", varsigma), (d,))
+    s = as_real_array("varsigma", varsigma, nonempty=True)
+    if s.size not in (1, d) or s.ndim > 1:
+        raise ValueError(f"varsigma must be a number or have shape (d,) = ({d},); got shape {s.shape}")
+    s = np.broadcast_to(s.ravel(), (d,))
     Q = np.eye(d) if Q is None else as_real_array("Q", Q)
     if Q.shape != (d, d) or not np.allclose(Q @ Q.T, np.eye(d), atol=1e-10):
         raise ValueError(f"Q must be an orthogonal ({d}, {d}) matrix")
@@ -361,10 +372,10 @@ def small_init(d: int, m: int, eps: ArrayLike, seed: int = 0) -> np.ndarray:
     d, m = as_int("d", d, minimum=1), as_int("m", m, minimum=1)
     if d > m:
         raise ValueError(f"d (embedding dimension) must be at most m = {m}; got {d}")
-    eps = as_real_array("eps", eps)
+    eps = as_real_array("eps", eps, nonempty=True)
     if np.any(eps <= 0):
         raise ValueError("eps (initialisation scale) must be positive")
-    Z = np.random.default_rng(seed).standard_normal((d, m)) / np.sqrt(m)
+    Z = np.random.default_rng(as_seed("seed", seed)).standard_normal((d, m)) / np.sqrt(m)
     return eps[..., None, None] * Z
 
 
@@ -379,10 +390,10 @@ def train_barlow_linear(Gamma: ArrayLike, W0: ArrayLike, lr: float | ArrayLike, 
     Raises DivergenceError (with the step) if the weights leave the finite numbers.
     """
     G = _gamma(Gamma)
-    W0 = as_real_array("W0", W0)
+    W0 = as_real_array("W0", W0, nonempty=True)
     if W0.ndim not in (2, 3):
         raise ValueError(f"W0 must have shape (d, m) or (B, d, m); got {W0.shape}")
-    _check_d(W0.shape[-2], W0, G)
+    _check_d(W0.shape[-2], W0, G, "W0")
     dev = get_device(device)
     Gt = torch.as_tensor(G, dtype=torch.float64, device=dev)
     with few_threads_if_small(dev, np.asarray(W0).size):
@@ -407,8 +418,8 @@ def train_barlow_views(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, st
         a, b = Xt[idx], Xpt[idx]
         return (a.T @ b + b.T @ a) / (2 * batch_size)
 
-    W0 = as_real_array("W0", W0)
-    _check_d(W0.shape[-2], W0, G)
+    W0 = as_real_array("W0", W0, nonempty=True, ndim=(2, 3))
+    _check_d(W0.shape[-2], W0, G, "W0")
     with few_threads_if_small(dev, np.asarray(W0).size):
         return _gd_loop(W0, lr, steps, record_every, dev, batch_gamma, G)
 
@@ -423,7 +434,7 @@ def train_barlow_dual(K: ArrayLike, B0: ArrayLike, lr: float, steps: int, record
     becomes B^T <- B^T - 4 lr (C - I) B^T K J / (2n). B0 (2n, d) or (batch, 2n, d). Records "loss" and "eigC"
     (decreasing eigenvalues of C); final["B"].
     """
-    K = as_real_array("K", K)
+    K = as_real_array("K", K, nonempty=True)
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] % 2:
         raise ValueError(f"K must be a square (2n, 2n) kernel matrix of the two views; got shape {K.shape}")
     if not np.allclose(K, K.T, atol=1e-10 * max(1.0, np.abs(K).max())):
@@ -466,8 +477,13 @@ def measured_step_times(hist: History, level: float = 0.5, key: str = "eigC") ->
 
     Returns (..., n) in the units of hist.steps (multiply by lr for flow time).
     """
-    x = np.moveaxis(np.asarray(hist[key], dtype=float), 0, -1)     # (..., n, K)
-    s = np.asarray(hist.steps, dtype=float)
+    if not isinstance(hist, History):
+        raise TypeError(f"hist must be a History from a Barlow simulator; got {type(hist).__name__}")
+    key, level = as_str("key", key), _level(level)
+    if key not in hist:
+        raise ValueError(f"hist has no metric key={key!r}; recorded: {sorted(hist.metrics)}")
+    x = np.moveaxis(as_real_array(f"hist[{key!r}]", hist[key], finite=False), 0, -1)     # (..., n, K)
+    s = as_real_array("hist.steps", hist.steps)
     above = x >= level
     first = np.argmax(above, axis=-1)
     out = np.full(first.shape, np.nan)
@@ -491,12 +507,12 @@ def digits_views(n: int, noise: float = 0.3, mask: float = 0.2, seed: int = 0) -
     from sklearn.datasets import load_digits  # local import: sklearn is needed only here
 
     n = as_int("n", n, minimum=1)
-    noise = as_positive("noise", noise)
-    if not 0 <= mask < 1:
+    noise, mask = as_nonnegative("noise", noise), as_nonnegative("mask", mask)   # zero noise: identical views
+    if mask >= 1:
         raise ValueError(f"mask (fraction of masked pixels) must lie in [0, 1); got {mask!r}")
     images = load_digits().data / 16.0
     images = images - images.mean(axis=0)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(as_seed("seed", seed))
     x0 = images[rng.integers(0, images.shape[0], n)]
     views = []
     for _ in range(2):
@@ -514,8 +530,8 @@ def vicreg_loss(W: np.ndarray | torch.Tensor, Sigma: ArrayLike, Gamma: ArrayLike
     tr(W Delta W^T) = (1/n) sum_i ||W x_i - W x_i'||^2 the invariance term. Batched over leading axes of W; torch in,
     torch out.
     """
-    S, G = _gamma(Sigma), _gamma(Gamma)
-    beta = float(beta)
+    S, G = _gamma(Sigma, "Sigma"), _gamma(Gamma)
+    beta = as_nonnegative("beta", beta)
     if isinstance(W, torch.Tensor):
         St = torch.as_tensor(S, dtype=W.dtype, device=W.device)
         Dt = torch.as_tensor(2.0 * (S - G), dtype=W.dtype, device=W.device)
@@ -524,8 +540,8 @@ def vicreg_loss(W: np.ndarray | torch.Tensor, Sigma: ArrayLike, Gamma: ArrayLike
                 + beta * (W @ Dt * W).sum(dim=(-2, -1)))
     W, S = _check_pair(W, S)
     C = W @ S @ np.swapaxes(W, -1, -2)
-    return (np.sum((C - np.eye(W.shape[-2])) ** 2, axis=(-2, -1))
-            + beta * np.sum((W @ (2.0 * (S - G))) * W, axis=(-2, -1)))
+    return no_overflow("W", np.sum((C - np.eye(W.shape[-2])) ** 2, axis=(-2, -1))
+                       + beta * np.sum((W @ (2.0 * (S - G))) * W, axis=(-2, -1)))
 
 
 def vicreg_modes(Sigma: ArrayLike, Gamma: ArrayLike, beta: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -536,7 +552,7 @@ def vicreg_modes(Sigma: ArrayLike, Gamma: ArrayLike, beta: float = 1.0) -> tuple
     a*_j = 1 - beta (1 - lam_j / s_j), so u = a / a* is logistic with rate kappa_j = 8 s_j a*_j
     = 8 ((1 - beta) s_j + beta lam_j). Raises ValueError if Sigma and Gamma do not commute.
     """
-    S, G = _gamma(Sigma), _gamma(Gamma)
+    S, G = _gamma(Sigma, "Sigma"), _gamma(Gamma)
     if S.shape != G.shape:
         raise ValueError(f"Sigma and Gamma must have the same shape; got {S.shape} and {G.shape}")
     scale = max(1.0, np.abs(S).max(), np.abs(G).max())
@@ -547,7 +563,7 @@ def vicreg_modes(Sigma: ArrayLike, Gamma: ArrayLike, beta: float = 1.0) -> tuple
     s = np.einsum("ij,ik,kj->j", V, S, V)
     if np.any(s <= 0):
         raise ValueError("Sigma must be positive definite (the covariance of the views)")
-    beta = float(beta)
+    beta = as_nonnegative("beta", beta)
     a_star = 1.0 - beta * (1.0 - lam / s)
     return 8.0 * s * a_star, a_star, s
 
@@ -558,11 +574,12 @@ def train_vicreg_linear(Sigma: ArrayLike, Gamma: ArrayLike, W0: ArrayLike, lr: f
 
     W0 (d, m) or (B, d, m). Records "loss" (K,[B]) and "eigC" (K,[B],d), the eigenvalues of C in decreasing order.
     """
-    S, G = _gamma(Sigma), _gamma(Gamma)
-    W0 = as_real_array("W0", W0)
+    S, G = _gamma(Sigma, "Sigma"), _gamma(Gamma)
+    beta = as_nonnegative("beta", beta)
+    W0 = as_real_array("W0", W0, nonempty=True)
     if W0.ndim not in (2, 3):
         raise ValueError(f"W0 must have shape (d, m) or (B, d, m); got {W0.shape}")
-    _check_d(W0.shape[-2], W0, S)
+    _check_d(W0.shape[-2], W0, S, "W0")
     lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
@@ -598,6 +615,17 @@ def info_nce_linear(W: torch.Tensor, X: torch.Tensor, Xp: torch.Tensor, tau: flo
     L = (1/2n) sum_i [ -2 z_i.z_i'/tau + log sum_k e^{z_i.z_k'/tau} + log sum_k e^{z_k.z_i'/tau} ]: each view's
     partner against the other view's batch. W (d, m) or (B, d, m); returns a scalar or (B,).
     """
+    W = as_real_tensor("W", W, dtype=None, ndim=(2, 3), allow_grad=True)      # differentiable in W
+    X, Xp = (as_real_tensor(n, x, dtype=W.dtype, device=W.device, ndim=2) for n, x in (("X", X), ("Xp", Xp)))
+    if X.shape[1] != W.shape[-1]:
+        raise ValueError(f"X (n, m) must have m = {W.shape[-1]} columns, those of W {tuple(W.shape)}; got "
+                         f"{tuple(X.shape)}")
+    if X.shape != Xp.shape:
+        raise ValueError(f"X and Xp must hold the same n inputs; got shapes {tuple(X.shape)} and {tuple(Xp.shape)}")
+    return no_overflow("W, X and Xp", _info_nce(W, X, Xp, as_positive("tau", tau)))
+
+
+def _info_nce(W: torch.Tensor, X: torch.Tensor, Xp: torch.Tensor, tau: float) -> torch.Tensor:
     Z, Zp = X @ W.mT, Xp @ W.mT                                       # (..., n, d)
     logits = Z @ Zp.mT / tau                                          # (..., n, n)
     pos = logits.diagonal(dim1=-2, dim2=-1)
@@ -613,10 +641,10 @@ def train_simclr_linear(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, s
     """
     X, Xp = as_real_array("X", X), as_real_array("Xp", Xp)
     G = gamma_matrix(X, Xp)
-    W0 = as_real_array("W0", W0)
+    W0 = as_real_array("W0", W0, nonempty=True)
     if W0.ndim not in (2, 3):
         raise ValueError(f"W0 must have shape (d, m) or (B, d, m); got {W0.shape}")
-    _check_d(W0.shape[-2], W0, G)
+    _check_d(W0.shape[-2], W0, G, "W0")
     lr, steps, tau = as_positive("lr", lr), as_int("steps", steps, minimum=0), as_positive("tau", tau)
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
@@ -644,7 +672,7 @@ def _simclr_loop(W: torch.Tensor, Xt: torch.Tensor, Xpt: torch.Tensor, tau: floa
                  losses: list) -> None:
     """The GD loop of `train_simclr_linear`: autograd of `info_nce_linear`, recording into the lists given."""
     for k in range(steps + 1):
-        loss = info_nce_linear(W, Xt, Xpt, tau)
+        loss = _info_nce(W, Xt, Xpt, tau)
         if k % record_every == 0 or k == steps:
             check_finite("W", W.detach(), step=k)
             rec.append(k)
@@ -667,7 +695,9 @@ def _gd_loop(W0: np.ndarray, lr: float | ArrayLike, steps: int, record_every: in
     batched = W0.ndim == 3
     W = torch.as_tensor(W0 if batched else W0[None], dtype=torch.float64, device=dev).clone()   # (B, d, m)
     B, d, m = W.shape
-    lr_arr = np.atleast_1d(np.asarray(lr, dtype=float))
+    if isinstance(lr, bool):
+        raise TypeError(f"lr must be a real number or an array of them; got {lr!r}")
+    lr_arr = np.atleast_1d(as_real_array("lr", lr))
     if lr_arr.ndim != 1 or lr_arr.size not in (1, B):
         raise ValueError(f"lr must be a float or have shape (B,) = ({B},); got shape {lr_arr.shape}")
     if not np.all(np.isfinite(lr_arr)) or np.any(lr_arr <= 0):
@@ -700,30 +730,37 @@ def _gd_loop(W0: np.ndarray, lr: float | ArrayLike, steps: int, record_every: in
     return History(np.asarray(rec_steps), {"loss": loss, "eigC": eigC, "modes": modes}, {"W": Wf})
 
 
-def _gamma(Gamma: ArrayLike) -> np.ndarray:
-    G = as_real_array("Gamma", Gamma)
+def _gamma(Gamma: ArrayLike, name: str = "Gamma") -> np.ndarray:
+    G = as_real_array(name, Gamma, nonempty=True)
     if G.ndim != 2 or G.shape[0] != G.shape[1]:
-        raise ValueError(f"Gamma must be a square (m, m) matrix; got shape {G.shape}")
+        raise ValueError(f"{name} must be a square (m, m) matrix; got shape {G.shape}")
     if not np.allclose(G, G.T, rtol=0, atol=1e-10 * max(1.0, np.abs(G).max())):
-        raise ValueError("Gamma must be symmetric (it is the symmetrised cross-correlation of the two views)")
+        raise ValueError(f"{name} must be symmetric (a covariance or symmetrised cross-correlation of the views)")
     return 0.5 * (G + G.T)
 
 
-def _check_pair(W: ArrayLike, Gamma: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    W, G = as_real_array("W", W), _gamma(Gamma)
+def _check_pair(W: ArrayLike, Gamma: ArrayLike, name: str = "W") -> tuple[np.ndarray, np.ndarray]:
+    W, G = as_real_array(name, W, nonempty=True), _gamma(Gamma)
     if W.ndim < 2 or W.shape[-1] != G.shape[0]:
-        raise ValueError(f"W must have shape (..., d, m) with m = {G.shape[0]} (the size of Gamma); got {W.shape}")
+        raise ValueError(f"{name} must have shape (..., d, m) with m = {G.shape[0]} (the size of Gamma); got {W.shape}")
     return W, G
 
 
-def _check_d(d: int, W: np.ndarray, G: np.ndarray) -> int:
+def _level(level: float) -> float:
+    level = as_positive("level", level)
+    if level >= 1:
+        raise ValueError(f"level must lie in (0, 1); got {level!r}")
+    return level
+
+
+def _check_d(d: int, W: np.ndarray, G: np.ndarray, name: str = "W") -> int:
     d = as_int("d", d, minimum=1)
     if d > G.shape[-1]:
         raise ValueError(f"d (embedding dimension) must be at most m = {G.shape[-1]}; got {d}")
     if W.shape[-2] != d:
-        raise ValueError(f"W has {W.shape[-2]} rows but d = {d}")
+        raise ValueError(f"{name} has {W.shape[-2]} rows but d = {d}")
     if W.shape[-1] != G.shape[-1]:
-        raise ValueError(f"W must have m = {G.shape[-1]} columns (the size of Gamma); got {W.shape[-1]}")
+        raise ValueError(f"{name} must have m = {G.shape[-1]} columns (the size of Gamma); got {W.shape[-1]}")
     return d
 
 
