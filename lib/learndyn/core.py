@@ -447,8 +447,11 @@ def broadcast(names: str, *arrays: np.ndarray) -> list[np.ndarray]:
 
 
 def no_overflow(names: str, value: Any) -> Any:
-    """`value` (a closed form's result from finite inputs) if finite; else a ValueError: `names` are too large."""
-    finite = bool(torch.isfinite(value).all()) if isinstance(value, torch.Tensor) else bool(np.all(np.isfinite(value)))
+    """`value` (a closed form's result from finite inputs; an array, a tensor, a number or a tuple of them) if it is
+    finite; else a ValueError saying that `names` are too large."""
+    parts = value if isinstance(value, tuple | list) else (value,)
+    finite = all(bool(torch.isfinite(v.detach()).all()) if isinstance(v, torch.Tensor) else bool(np.all(np.isfinite(v)))
+                 for v in parts)
     if not finite:
         raise ValueError(f"{names} are too large: the result overflows float64 (NaN or inf); rescale the input")
     return value

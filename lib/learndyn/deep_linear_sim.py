@@ -31,6 +31,7 @@ from .core import (
     few_threads_if_small,
     get_device,
     make_generator,
+    no_overflow,
 )
 
 if TYPE_CHECKING:
@@ -210,6 +211,8 @@ def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, lr: float |
                 steps_rec.append(k)
                 rec["modes"].append(_diag_modes(Ut, W, Vt))
                 rec["loss"].append(0.5 * (G**2).sum((-2, -1)))
+                if k == 0:
+                    no_overflow("Sigma and W0", rec["loss"][0])
             if k == steps:
                 break
             W = W + lr_t * G

@@ -45,6 +45,7 @@ from .core import (
     few_threads_if_small,
     get_device,
     make_generator,
+    no_overflow,
     rk4_step,
     steps_for,
 )
@@ -225,7 +226,7 @@ def noncontrastive_mc_grads(Phi: Array, P: Array, sigma2: float, n: int, stopgra
         target = target.detach()
     loss = 0.5 * ((x @ Phi.T @ P.T - target) ** 2).sum(dim=1).mean()
     g_phi, g_p = torch.autograd.grad(loss, (Phi, P))
-    return g_phi, g_p
+    return no_overflow("Phi and P", (g_phi, g_p))
 
 
 # ---- data and simulators (torch) ---------------------------------------------------------------------------------
@@ -384,7 +385,7 @@ def tian_final_state_lambda0(p0: np.ndarray | float, s0: np.ndarray | float,
     root = np.sqrt(np.maximum(-imb, 0.0))
     p_inf = np.where(survive, 1.0 / c, np.where(p0 < 0, -root, root))
     s_inf = np.where(survive, 1.0 / c**2 + imb, 0.0)
-    return p_inf, s_inf
+    return no_overflow("p0 and s0", (p_inf, s_inf))
 
 
 def balanced_time(p0: np.ndarray | float, p: np.ndarray | float, sigma2: float, wd: float) -> np.ndarray:
@@ -590,7 +591,7 @@ def info_nce_collapse_curvature(v: np.ndarray, temperature: float) -> float:
     n = v.shape[0]
     views = np.concatenate([v, v])
     sq = ((views[:, None, :] - views[None, :, :]) ** 2).sum(-1)
-    return float(sq.sum() / (2 * temperature * (2 * n - 1) * 2 * n))
+    return float(no_overflow("v", sq.sum() / (2 * temperature * (2 * n - 1) * 2 * n)))
 
 
 def spectral_contrastive_loss(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
@@ -607,7 +608,7 @@ def spectral_contrastive_loss(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     n = z1.shape[0]
     pos = (z1 * z2).sum(dim=1)                                        # z1_i . z2_i
     all_pairs = ((z1.T @ z1) * (z2.T @ z2)).sum()                     # sum_{i,k} (z1_i . z2_k)^2, O(N D^2)
-    return -2.0 * pos.mean() + (all_pairs - (pos**2).sum()) / (n * (n - 1))
+    return no_overflow("z1 and z2", -2.0 * pos.mean() + (all_pairs - (pos**2).sum()) / (n * (n - 1)))
 
 
 def spectral_contrastive_pop_grad(Phi: Array, sigma2: float) -> Array:
