@@ -353,3 +353,8 @@ def test_gd_map_reports_the_step_it_diverges():
         barlow.barlow_gd_map(0.5, 0.01, lr=100.0, steps=5000)
     with pytest.raises(ValueError, match="a0 must be finite"):
         barlow.barlow_gd_map(0.5, np.nan, lr=0.01, steps=5)
+
+
+def test_empty_views_are_refused():
+    with pytest.raises(ValueError, match="n, m >= 1"):
+        barlow.gamma_matrix(np.zeros((0, 6)), np.zeros((0, 6)))

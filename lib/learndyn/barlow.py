@@ -83,8 +83,8 @@ def gamma_matrix(X: ArrayLike, Xp: ArrayLike) -> np.ndarray:
     X and Xp hold the two views of the same n inputs as rows, shape (n, m). Symmetric; may be indefinite.
     """
     X, Xp = as_real_array("X", X), as_real_array("Xp", Xp)
-    if X.ndim != 2 or X.shape != Xp.shape:
-        raise ValueError(f"X and Xp must both have shape (n, m); got {X.shape} and {Xp.shape}")
+    if X.ndim != 2 or X.shape != Xp.shape or 0 in X.shape:
+        raise ValueError(f"X and Xp must both have shape (n, m) with n, m >= 1; got {X.shape} and {Xp.shape}")
     return (X.T @ Xp + Xp.T @ X) / (2 * X.shape[0])
 
 
