@@ -8,7 +8,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := $(JOBS)
 
-.PHONY: book pdf test sync lint unit notebooks standard site site-check clean help
+.PHONY: book pdf test sync lint unit notebooks standard site site-check clean help bench
 
 help:
 	@echo "make book   - set up .venv and build the website into _build/html"
@@ -17,6 +17,7 @@ help:
 	@echo "make student-book - the site without solutions, into _build/student/_build/html"
 	@echo "make sync   - regenerate the chapters/*.ipynb twins from chapters/*.md"
 	@echo "make clean  - remove the build folder (keeps .venv)"
+	@echo "make bench  - install the benchmark peers (bench/requirements.txt) and run every benchmark into bench/results.json"
 
 VENDOR := _vendor/.versions
 
@@ -76,6 +77,13 @@ test: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# The benchmarks (not tests): the peers of bench/requirements.txt without their dependencies (so pip leaves the
+# project's torch and numpy alone), then every bench/bench_*.py and the notebooks, one process each; writes bench/results.json and the page's
+# bench/results.md and bench/accuracy_cost.png. About 20 minutes on two quiet cores.
+bench: $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps -r bench/requirements.txt
+	$(BIN)/python bench/run_all.py
 
 # The student edition of the site: every solution removed from the chapter sources (not just collapsed), built from
 # a copy of the book in its own folder; the site is at _build/student/_build/html. STUDENT_TOC=FILE builds only the

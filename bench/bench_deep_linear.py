@@ -1,7 +1,7 @@
 """Benchmark (not a test): one batched GD run of B = 64 seeds against a Python loop over the same 64 runs.
 
 Same task (N1, N2, N3) = (6, 10, 8), same steps and recording, in one process; prints the speed ratio (target: at
-least 10x on 2 CPU cores) and, when a GPU is present, the same comparison on the GPU.
+least 10x on 2 CPU cores; threads: OMP_NUM_THREADS, else 2) and, when a GPU is present, the same comparison on the GPU.
 Run: .venv/bin/python bench/bench_deep_linear.py
 """
 
@@ -33,7 +33,7 @@ def compare(device: torch.device) -> None:
 
 
 if __name__ == "__main__":
-    ld.core.set_threads(2)
+    ld.core.set_threads()
     compare(torch.device("cpu"))
     if torch.cuda.is_available():
         compare(torch.device("cuda"))

@@ -83,33 +83,111 @@ def test_bench_batched_rows(tmp_path):
     assert json.loads(out.read_text())["rows"][0]["B"] == 2
 
 
-def test_pyhessian_reference_finds_the_top_eigenvalue_of_the_dense_hessian():
-    from learndyn import sharpness as sh
+@pytest.fixture(scope="module")
+def bench_sharpness():
+    return _load("bench_sharpness")
 
-    X, Y, _ = sh.digits_tensors(40, dtype=torch.float64)
-    model = sh.make_mlp(width=4, depth=1, dtype=torch.float64)
-    loss, params = sh.model_loss(model, X, Y)
-    eigs = np.linalg.eigvalsh(sh.exact_hessian(loss, params))
-    top = eigs[np.argmax(np.abs(eigs))]  # power iteration follows the modulus
-    value, n = _load("bench_pyhessian").pyhessian_power(model, sh.mse_loss, X, Y, max_iter=5000, tol=1e-12)
-    assert value == pytest.approx(top, rel=1e-5) and 1 < n <= 5000  # the stopping rule tests the change only
-    assert all(p.grad is None for p in model.parameters())  # the graph kept for the HVPs is released
+
+def test_at_target_picks_the_loosest_setting_every_seed_meets(bench_sharpness):
+    ref = np.array([2.0, 1.0, 0.5])
+
+    def run(seed: int, tol: float, k: int):  # error = tol, except seed 1, which needs a 10x tighter setting
+        err = tol * (10 if seed == 1 else 1)
+        return ref[:k] * (1 + err), round(1 / tol), False
+
+    res = bench_sharpness.at_target(run, (1e-2, 1e-3, 1e-4, 1e-5, 1e-6), 3, [0, 1, 2], ref, 1e-4)
+    assert res["reached"] and res["tol"] == 1e-5 and [r["seed"] for r in res["runs"]] == [0, 1, 2]
+    assert res["max_rel_error"] == pytest.approx(1e-4) and res["products"]["median"] == 1e5
+    assert [t["tol"] for t in res["tried"]] == [1e-2, 1e-3, 1e-4]  # each failed at its first missing seed
+    assert [len(t["runs"]) for t in res["tried"]] == [1, 1, 2]
+
+
+def test_at_target_stops_tightening_once_the_budget_binds(bench_sharpness):
+    ref = np.array([1.0])
+    res = bench_sharpness.at_target(lambda seed, tol, k: (ref * 1.01, 50, True), (1e-2, 1e-3), 1, [0, 1], ref, 1e-4)
+    assert not res["reached"] and res["tol"] == 1e-2 and len(res["runs"]) == 2 and res["tried"] == []
+
+
+def test_pair_ratio_is_over_all_pairs(bench_sharpness):
+    r = bench_sharpness.pair_ratio([2.0, 4.0], [1.0, 2.0])  # 2, 1, 4, 2
+    assert r == {"median": 2.0, "q1": 1.75, "q3": 2.5}
+
+
+def test_bench_sharpness_tiny(bench_sharpness, tmp_path):
+    out = tmp_path / "s.json"
+    res = bench_sharpness.main(["--seeds", "2", "--n", "20", "--width", "3", "--narrow-n", "20", "--narrow-width", "3",
+                                "--solvers", "learndyn krylov", "Cohen et al. (eigsh)", "--threads", "1",
+                                "--json", str(out)])
+    assert json.loads(out.read_text())["seeds"] == 2
+    for key in ("narrow", "full"):
+        rows = res[key]["rows"]
+        assert {(r["method"], r["k"]) for r in rows} == {(m, k) for m in ("learndyn krylov", "Cohen et al. (eigsh)")
+                                                         for k in (1, 3)}
+        for r in rows:
+            assert len(r["runs"]) == 2 and r["reached"] and r["max_rel_error"] <= 1e-4 and r["products"]["q1"] > 0
+        assert {(q["peer"], q["k"]) for q in res[key]["ratios"]} == {("Cohen et al. (eigsh)", k) for k in (1, 3)}
+    assert res["narrow"]["eigsh_reference_vs_dense"] < 1e-10 and res["full"]["reference_check"] < 1e-8
+
+
+def _record() -> dict:
+    """A small results record of the shape run_all.py writes."""
+    runs = [{"seed": 0, "seconds": 1.0, "products": 20, "rel_error": 5e-5, "budget_hit": False}]
+    spread = {"median": 1.0, "q1": 0.9, "q3": 1.1}
+    row = lambda m, k, reached=True: {"method": m, "k": k, "product": "kept graph, float64", "tol": 1e-3,  # noqa: E731
+                                      "reached": reached, "runs": runs, "tried": [{"tol": 1e-2, "runs": runs}],
+                                      "seconds": spread, "products": spread, "rel_error": spread,
+                                      "max_rel_error": 5e-5 if reached else 1e-3, "overhead": spread}
+    ratio = lambda k, both: {"k": k, "peer": "PyHessian", "ours": "learndyn krylov", "both_reached": both,  # noqa: E731
+                             "seconds": {"median": 1.5, "q1": 1.2, "q3": 1.9}, "products": spread}
+    model = {"model": {"n": 1000, "width": 100, "parameters": 27710}, "reference": [2.7, 2.4, 2.3],
+             "rows": [row("learndyn krylov", 1), row("PyHessian", 1), row("learndyn krylov", 3),
+                      row("PyHessian", 3, False)], "ratios": [ratio(1, True), ratio(3, False)]}
+    return {
+        "machine": {"date": "2026-01-01T00:00:00Z", "cpu": "x", "cores": 2, "threads": 2, "versions": {"torch": "2"}},
+        "load_start": 1.0, "load_end": 1.5, "complete": True,
+        "batched": {"script": "bench/bench_batched.py", "returncode": 0, "stdout": "batched table", "results": {
+            "repeats": 3, "rows": [
+                {"case": "a", "chapter": "02", "B": 64, "steps": 10, "ratio": 30.0, "ratio_q1": 28.0, "ratio_q3": 31.0,
+                 "batched": spread, "loop": spread, "rel_diff": 0.0},
+                {"case": "b", "chapter": "03", "B": 64, "steps": 10, "ratio": 9.0, "ratio_q1": 8.0, "ratio_q3": 9.5,
+                 "batched": spread, "loop": spread, "rel_diff": 1e-16}]}},
+        "sharpness_vs_pyhessian": {"script": "bench/bench_sharpness.py", "returncode": 0, "stdout": "eigen table",
+                                   "results": {"seeds": 10, "target": 1e-4, "full": {
+                                       **model, "reference_method": "eigsh", "reference_check": 1e-12},
+                                       "narrow": {**model, "reference_method": "dense", "dense_s": 2.0}}},
+        "deep_linear": {"script": "bench/bench_deep_linear.py", "returncode": 0, "stdout": "cpu: ratio 30x"},
+        "notebooks": {"rows": [{"notebook": "a.ipynb", "seconds": 50.0, "error": None, "load_before": 1,
+                                "load_after": 1}], "all_ran": True, "max_s": 50.0, "total_s": 250.0,
+                      "budget_each_s": 60, "budget_total_s": 240},
+    }
 
 
 def test_targets_summary():
     run_all = _load("run_all")
-    results = {
-        "batched": {"results": {"rows": [{"case": "a", "ratio": 30.0}, {"case": "b", "ratio": 9.0}]}},
-        "sharpness_vs_pyhessian": {"results": {"summary": {
-            "pyhessian_over_ours_power": 1.5, "pyhessian_over_ours_lanczos": 2.0, "ours_power_hvp_overhead": 1.1,
-            "met_no_slower": True, "met_overhead": True}}},
-        "notebooks": {"rows": [{"seconds": 50.0}], "all_ran": True, "max_s": 50.0, "total_s": 250.0},
-    }
-    met = {t["target"].split()[0] + t["target"].split()[-1]: t["met"] for t in run_all.targets(results)}
-    assert list(met.values()) == [False, True, True, True, False]  # b is below 10x; 250 s > 240 s
+    targets = run_all.targets(_record())
+    met = [t["met"] for t in targets]
+    assert met == [False, True, True, True, True, True, False]  # b is below 10x; 250 s > 240 s
+    assert "9.0x [8.0–9.5]" in targets[0]["measured"] and "1.50x [1.20–1.90]" in targets[1]["measured"]
+    assert "did not reach" in targets[3]["measured"]  # top 3: PyHessian did not reach 1e-4, ours did
     info = run_all.machine()
     assert info["versions"]["torch"] == torch.__version__.split("+")[0] or info["versions"]["torch"]
     assert info["threads"] == 2 and info["date"].endswith("Z")
+
+
+def test_page_renders_every_section_and_marks_separate_runs(tmp_path):
+    page = _load("page")
+    record = _record()
+    record["targets"] = _load("run_all").targets(record)
+    text = page.render(record)
+    for expected in ("## Targets", "30.0 [28.0–31.0]", "27710 parameters", "a.ipynb", "whole book",
+                     "1.50 [1.20–1.90]", "(not reached)", "no: the peer did not reach the target"):
+        assert expected in text, expected
+    for out, label in (("batched table", "same run"), ("eigen table", "same run"), ("cpu: ratio 30x", "separate run")):
+        before = text[:text.index(out)].rstrip().splitlines()
+        assert label in before[-3], (out, before[-3])  # the paragraph above the printout's code block
+    written = page.write(_record(), tmp_path)
+    assert [p.name for p in written] == ["results.md", "accuracy_cost.png"]
+    assert written[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_results_page_renders_every_section(tmp_path):
