@@ -185,3 +185,25 @@ def test_setup_respects_threads_and_leaves_denormals_alone(monkeypatch):
     with pytest.raises(TypeError, match="seed"):
         core.setup("00_test_setup", seed="0")
     core.set_threads(2)
+
+
+def test_steps_times_broadcast_and_overflow_helpers():
+    from learndyn.core import as_steps, as_times, broadcast, no_overflow
+
+    np.testing.assert_array_equal(as_steps("k", [0, 2.0, 5]), [0, 2, 5])
+    assert as_steps("k", 3).dtype == np.int64
+    for bad in (1.5, -1, [0, np.nan]):
+        with pytest.raises(ValueError, match="k "):
+            as_steps("k", bad)
+    with pytest.raises(TypeError, match="k must be"):
+        as_steps("k", "3")
+    np.testing.assert_array_equal(as_times("t", [0.0, 0.0, 1.0]), [0.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        as_times("t", [0.0, 0.0], strict=True)
+    with pytest.raises(ValueError, match="start at t = 0"):
+        as_times("t", [0.5, 1.0], start_zero=True)
+    with pytest.raises(ValueError, match="t and s must broadcast"):
+        broadcast("t and s", np.ones(3), np.ones(2))
+    assert no_overflow("x", (np.ones(2), torch.ones(2))) is not None
+    with pytest.raises(ValueError, match="x are too large"):
+        no_overflow("x", np.array([1.0, np.inf]))
