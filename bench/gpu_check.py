@@ -1,12 +1,15 @@
 """The GPU path: every chapter's simulator on CUDA against the CPU, batched speed-ups, and the Ch 6 GPU-scale script.
 
-For each batched simulator of `sim_cases.py` (Ch 2, 3, 4, 5, 7) and Ch 6's `sharpness.train_gd_sharpness`:
+For each batched simulator of `sim_cases.py` (Ch 2, 3, 4, 5, 7), Ch 6's `sharpness.train_gd_sharpness` and the
+sharpness solver `sharpness.top_eigs` (methods power, krylov and lanczos, top 3, from the same start vector):
 - agreement: the same runs on the CPU and on the GPU, both float64, compared by max |gpu - cpu| / max |cpu|. The
   tolerance is 1e-9: the GPU rounds differently (other kernels, other summation orders), about 1e-16 relative
   per operation, and these cases do not amplify errors: perturbing their inputs by 1e-14 (relative) on the CPU
   moved every signature by at most 2.3e-14 (measured when this script was written), so even an error of 1e-16
   added at each of 2000 steps stays below 1e-12. 1e-9 leaves that margin and still catches a wrong computation.
-- speed: one batched sweep of B runs (default B = 64 and 256) on the CPU and on the GPU, and their ratio;
+- speed: one batched sweep of B runs (default B = 64 and 256) on the CPU and on the GPU, and their ratio; for
+  `top_eigs`, one solve on the Ch 6 digits MLP at width 100 and, for its default method, at a width where a GPU
+  should win (default 512);
 - Ch 6 at scale: a few hundred steps (default 300) of `bench/eos_cifar.py` on the GPU (CIFAR-10 where available,
   else its digits fallback), with its time per step.
 Prints one table and writes JSON (default `bench/gpu_check.json`). Without a GPU it says so and exits 0 (nothing to
@@ -90,6 +93,35 @@ def check_sharpness(steps: int, device: torch.device) -> dict:
             "speed": [{"B": 1, "cpu_s": t_cpu, "device_s": t_dev, "speedup": t_cpu / t_dev}]}
 
 
+def check_top_eigs(widths: list[int], device: torch.device, n: int = 1000, iters: int = 45) -> list[dict]:
+    """Ch 6's solver: the top 3 eigenvalues of the digits MLP (float64) on the CPU and on the device.
+
+    Every method at widths[0], then the default method ("krylov") at each further width (where a GPU should win):
+    per row, the agreement of the eigenvalues and the CPU / device time of one solve. Fixed budgets (power and
+    krylov: tol 0 and `iters` products; lanczos: tol 1e-10), so both devices do the same products from one start."""
+    sh = ld.sharpness
+    cpu = torch.device("cpu")
+    budget = {"power": {"iters": iters // 3, "tol": 0.0}, "krylov": {"iters": iters, "tol": 0.0},
+              "lanczos": {"iters": 300, "tol": 1e-10}}
+
+    def solve(method: str, width: int, dev: torch.device) -> tuple[float, np.ndarray]:
+        X, Y, _ = sh.digits_tensors(n, device=dev, dtype=torch.float64)
+        loss, params = sh.model_loss(sh.make_mlp(width=width, dtype=torch.float64).to(dev), X, Y)
+        sh.top_eigs(loss, params, k=3, method="krylov", iters=3, tol=0.0)  # warm-up (kernels, allocator)
+        sec, res = timed(lambda: sh.top_eigs(loss, params, k=3, method=method, seed=0, **budget[method]), dev)
+        return sec, np.asarray(res.values, dtype=float)
+
+    rows = []
+    for method, width in [(m, widths[0]) for m in budget] + [("krylov", w) for w in widths[1:]]:
+        (t_cpu, a), (t_dev, b) = solve(method, width, cpu), solve(method, width, device)
+        err = rel_diff(a, b)
+        rows.append({"case": f"sharpness.top_eigs[{method}, width {width}]", "chapter": "06", "dtype": "float64",
+                     "steps": budget[method]["iters"], "rel_error": err, "rtol": RTOL["float64"],
+                     "agree": err <= RTOL["float64"],
+                     "speed": [{"B": 1, "cpu_s": t_cpu, "device_s": t_dev, "speedup": t_cpu / t_dev}]})
+    return rows
+
+
 def run_eos_script(steps: int, device: torch.device, extra: list[str] | None = None) -> dict:
     """A few hundred steps of bench/eos_cifar.py (Ch 6 at the scale of Cohen et al.) on `device`.
 
@@ -112,13 +144,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="steps per run (default: each case's own)")
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--sharpness-steps", type=int, default=40, help="0 skips the Ch 6 agreement check")
+    parser.add_argument("--eig-widths", type=int, nargs="*", default=[100, 512],
+                        help="widths of the top_eigs check (every method at the first); none skips it")
+    parser.add_argument("--eig-n", type=int, default=1000, help="digits of the top_eigs check")
     parser.add_argument("--eos-steps", type=int, default=300, help="steps of bench/eos_cifar.py; 0 skips it")
     parser.add_argument("--eos-args", nargs=argparse.REMAINDER, default=[],
                         help="the rest of the command line goes to bench/eos_cifar.py (e.g. --n 100 --width 16)")
     parser.add_argument("--device", default="cuda", help="the device to check against the CPU (default cuda)")
     parser.add_argument("--json", type=Path, default=HERE / "gpu_check.json")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads of the CPU side")
     args = parser.parse_args(argv)
-    ld.core.set_threads(2)
+    ld.core.set_threads(args.threads)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "torch": torch.__version__,
             "python": platform.python_version(), "requested_device": args.device}
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -131,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [check_case(key, args.B, args.steps, device) for key in args.cases]
     if args.sharpness_steps:
         rows.append(check_sharpness(args.sharpness_steps, device))
+    if args.eig_widths:
+        rows += check_top_eigs(args.eig_widths, device, args.eig_n)
     eos = run_eos_script(args.eos_steps, device, args.eos_args) if args.eos_steps else None
     _print_table(rows, eos, device, gpu)
     ok = all(r["agree"] for r in rows)

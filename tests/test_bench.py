@@ -42,15 +42,20 @@ def test_gpu_check_without_gpu_says_so_and_exits_0(gpu_check, tmp_path, capsys):
 def test_gpu_check_cpu_against_cpu_runs_every_case_and_agrees(gpu_check, tmp_path, capsys):
     out = tmp_path / "gpu.json"
     rc = gpu_check.main(["--device", "cpu", "--B", "2", "3", "--steps", "5", "--sharpness-steps", "0",
-                         "--eos-steps", "0", "--json", str(out)])
+                         "--eig-widths", "4", "6", "--eig-n", "30", "--eos-steps", "0", "--threads", "1",
+                         "--json", str(out)])
     assert rc == 0
     record = json.loads(out.read_text())
     assert record["status"] == "ok" and record["device"] == "cpu"
     assert {r["case"].split(".")[0] for r in record["rows"]} == {"deep_linear", "ssl", "barlow", "implicit_bias",
-                                                                 "large_stepsize"}
+                                                                 "large_stepsize", "sharpness"}
+    solver = [r["case"] for r in record["rows"] if r["case"].startswith("sharpness")]
+    assert solver == [f"sharpness.top_eigs[{m}, width {w}]" for m, w in
+                      (("power", 4), ("krylov", 4), ("lanczos", 4), ("krylov", 6))]
     for row in record["rows"]:
         assert row["agree"] and row["rel_error"] == 0.0  # the same device twice: bitwise equal
-        assert [s["B"] for s in row["speed"]] == [2, 3] and all(s["speedup"] > 0 for s in row["speed"])
+        assert [s["B"] for s in row["speed"]] == ([1] if row["chapter"] == "06" else [2, 3])
+        assert all(s["speedup"] > 0 for s in row["speed"])
     assert "simulator" in capsys.readouterr().out
 
 
