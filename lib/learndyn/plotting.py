@@ -4,7 +4,10 @@ Figures have an opaque white background and dark ink, so they read the same on t
 and in print; colours are the Okabe-Ito palette (distinguishable with the common colour-vision deficiencies), with
 its three light colours (orange, sky blue, yellow) darkened to at least 3:1 contrast on white, so that thin lines
 stay visible (WCAG non-text contrast). In a notebook, figures are sent as 2x ("retina") PNGs shown at their
-1x size, so they are sharp on high-density screens. This is the only module of `learndyn` that imports matplotlib.
+1x size, so they are sharp on high-density screens; each PNG records the size of the smallest text drawn in it
+(`MIN_FONT_KEY`, in pixels of the PNG), so a test of the built site can tell how large that text is on the page.
+`subplots` puts at most two panels in a row, so that a figure of many panels is not shrunk to a thumbnail in the
+text column. This is the only module of `learndyn` that imports matplotlib.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import numpy as np
 
 from .core import as_int, as_positive, as_real, as_real_array, as_str
 
-__all__ = ["COLORS", "THEORY", "set_style", "subplots", "plot_theory_vs_sim", "add_slope_guide"]
+__all__ = ["COLORS", "THEORY", "MAX_PANELS_PER_ROW", "MIN_FONT_KEY", "PANELS_KEY", "COLUMN_INCHES", "set_style",
+           "subplots", "retina_png", "panels_per_row", "plot_theory_vs_sim", "add_slope_guide"]
 
 #: Okabe-Ito palette: blue, vermillion, green, orange, sky blue, reddish purple, yellow, black. Orange (#E69F00),
 #: sky blue (#56B4E9) and yellow (#F0E442) are darkened at the same hue to >= 3:1 contrast on white (3.14, 3.15,
@@ -25,6 +29,15 @@ __all__ = ["COLORS", "THEORY", "set_style", "subplots", "plot_theory_vs_sim", "a
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#C18600", "#1D99DF", "#CC79A7", "#9C920C", "#000000"]
 #: Line style of a closed-form prediction drawn over a simulation.
 THEORY = {"color": "black", "linestyle": "--", "linewidth": 1.4}
+#: Panels in one row of a figure at most; more are wrapped onto further rows (see `subplots`).
+MAX_PANELS_PER_ROW = 2
+#: PNG text key under which inline figures record the height in PNG pixels of their smallest drawn text.
+MIN_FONT_KEY = "learndyn:min-font-px"
+#: PNG text key under which inline figures record the largest number of panels side by side in one row.
+PANELS_KEY = "learndyn:panels-per-row"
+#: Width of the website's text column in inches of a figure at its 1x size (784 CSS px at 100 dpi): `subplots`
+#: scales a wider figure down to it, so that its text is shown at its point size instead of being shrunk.
+COLUMN_INCHES = 7.8
 
 
 def set_style() -> None:
@@ -58,22 +71,105 @@ def set_style() -> None:
 
 
 def _retina_inline() -> None:
-    """In an IPython kernel, send inline figures as 2x PNGs with width/height metadata of the 1x size."""
+    """In an IPython kernel, send inline figures as 2x PNGs with width/height metadata of the 1x size, each
+    recording the size of its smallest text (`MIN_FONT_KEY`)."""
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats
     except ImportError:
         return
-    if get_ipython() is not None:
-        set_matplotlib_formats("retina")
+    shell = get_ipython()
+    if shell is None:
+        return
+    set_matplotlib_formats("retina")
+    from matplotlib.figure import Figure
+
+    shell.display_formatter.formatters["image/png"].for_type(Figure, retina_png)
+
+
+def retina_png(fig) -> tuple[str, dict] | None:
+    """The figure as a base64 2x PNG and its 1x display size, with the pixel size of the smallest text drawn in
+    it stored under `MIN_FONT_KEY` (the sizes of all text the Agg renderer draws, so hidden labels do not count)."""
+    import zlib
+    from binascii import b2a_base64
+    from io import BytesIO
+
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    if not fig.axes and not fig.lines and not fig.texts and not fig.images and not fig.patches:
+        return None
+    sizes: list[float] = []
+    dpi = 2 * fig.dpi
+    original = RendererAgg.draw_text
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if str(s).strip():
+            sizes.append(prop.get_size_in_points() * dpi / 72)
+        return original(self, gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    buf = BytesIO()
+    RendererAgg.draw_text = draw_text
+    try:
+        fig.canvas.print_figure(buf, format="png", dpi=dpi, bbox_inches="tight",
+                                facecolor=fig.get_facecolor(), edgecolor=fig.get_edgecolor())
+    finally:
+        RendererAgg.draw_text = original
+    data = buf.getvalue()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    # tEXt chunks right after the header chunk (8 + 25 bytes): the sizes are known only once the figure is drawn
+    chunks = b""
+    for key, value in ((MIN_FONT_KEY, f"{min(sizes, default=0.0):.2f}"), (PANELS_KEY, str(panels_per_row(fig)))):
+        text = key.encode("latin-1") + b"\0" + value.encode("ascii")
+        chunks += len(text).to_bytes(4, "big") + b"tEXt" + text + zlib.crc32(b"tEXt" + text).to_bytes(4, "big")
+    data = data[:33] + chunks + data[33:]
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    return b2a_base64(data, newline=False).decode("ascii"), {"width": width // 2, "height": height // 2}
+
+
+def panels_per_row(fig) -> int:
+    """The most panels side by side in a figure: visible axes at least a tenth of the figure wide (colour bars and
+    insets are not panels) whose vertical extents overlap, counted per row."""
+    boxes = [ax.get_position() for ax in fig.axes if ax.get_visible() and ax.get_position().width >= 0.1]
+    best = 0
+    for b in boxes:
+        mid = (b.y0 + b.y1) / 2
+        best = max(best, sum(1 for o in boxes if o.y0 <= mid <= o.y1 and o.x0 < 0.98))
+    return best
 
 
 def subplots(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3.4, **kwargs):
-    """`plt.subplots` sized per panel (inches), in the book style."""
+    """`plt.subplots` sized per panel (inches), in the book style, returning axes of shape (nrows, ncols).
+
+    At most `MAX_PANELS_PER_ROW` panels are placed in a row: a row of three or four panels is wrapped onto two
+    rows (an odd last slot is left out), so that the panels keep their size in the text column and on a phone.
+    Code indexes the panels as it asked for them (axes[0, 2] is the third panel of the first requested row). With
+    `sharex`/`sharey` of "row" or "col", `gridspec_kw`, `width_ratios` or `height_ratios` the grid is kept as
+    asked. A figure wider than the text column (`COLUMN_INCHES`) is scaled down to it."""
     ncols, nrows = as_int("ncols", ncols, minimum=1), as_int("nrows", nrows, minimum=1)
     width, height = as_positive("width", width), as_positive("height", height)
     set_style()
-    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **kwargs)
+    keep = (ncols <= MAX_PANELS_PER_ROW or any(k in kwargs for k in ("gridspec_kw", "width_ratios", "height_ratios"))
+            or any(kwargs.get(k) in ("row", "col") for k in ("sharex", "sharey")))
+    if keep:
+        return plt.subplots(nrows, ncols, figsize=_fit(width * ncols, height * nrows), squeeze=False, **kwargs)
+    per_row = MAX_PANELS_PER_ROW
+    wraps = -(-ncols // per_row)  # grid rows per requested row
+    fig, grid = plt.subplots(nrows * wraps, per_row, figsize=_fit(width * per_row, height * nrows * wraps),
+                             squeeze=False, **kwargs)
+    axes = np.empty((nrows, ncols), dtype=object)
+    for r in range(nrows):
+        for c in range(ncols):
+            axes[r, c] = grid[r * wraps + c // per_row, c % per_row]
+        for c in range(ncols, wraps * per_row):  # the empty slot of an odd row
+            grid[r * wraps + c // per_row, c % per_row].remove()
+    return fig, axes
+
+
+def _fit(width: float, height: float) -> tuple[float, float]:
+    """A figure size no wider than the text column, at the same aspect ratio."""
+    scale = min(1.0, COLUMN_INCHES / width)
+    return width * scale, height * scale
 
 
 def plot_theory_vs_sim(ax, x: np.ndarray, sim: np.ndarray, theory: np.ndarray | None = None,
