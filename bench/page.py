@@ -50,7 +50,9 @@ def render(data: dict) -> str:
                     f"{_f(data.get('load_start'), '.1f')} / {_f(data.get('load_end'), '.1f')}",
                     m.get("commit") or "—"]])
     versions = ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items() if v)
-    out += [f"Library versions: {versions}.", ""]
+    out += [f"Library versions: {versions}."
+            + (f" Command: `{data['command']}`, {m.get('threads')} torch thread(s) per process." if data.get("command")
+               else ""), ""]
     if data.get("targets"):
         out += ["## Targets", ""]
         out += _table(["Target", "Measured", "Met"],
@@ -123,9 +125,22 @@ def _sharpness(entry: dict) -> list[str]:
             out += _table(["Peer", "k", "Peer / learndyn krylov", "Products, peer / ours", "Equal accuracy"],
                           [[q["peer"], q["k"], _spread(q["seconds"], ".2f"), _spread(q["products"], ".2f"),
                             "yes" if q["both_reached"] else "no: the peer did not reach the target"] for q in rat])
+        if key == "full":
+            out += _figure_directive(res)
     out += _printout(entry, "Printed by the same run as the tables above (all ratios, also against power and "
                             "Lanczos)")
     return out
+
+
+def _figure_directive(res: dict) -> list[str]:
+    return [f"```{{figure}} {FIGURE}",
+            ":alt: Scatter plots of the worst relative error over the top eigenvalue and over the top 3 eigenvalues "
+            "against the number of Hessian-vector products and against seconds, one point per "
+            "start vector, one colour per solver, with the target as a dashed line.", ":width: 100%", "",
+            "Accuracy against cost on the Ch 6 model: the worst relative error over the top k against the "
+            "Hessian-vector products (left) and the seconds (right) of each run, one marker per seed, one colour per "
+            "solver; filled at the setting of the table above, hollow at the looser settings tried before it; dashed: "
+            f"the target {res['target']:g}. Errors below 1e-16 are drawn at 1e-16.", "```", ""]
 
 
 def figure(data: dict, path: Path) -> bool:

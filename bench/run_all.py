@@ -177,19 +177,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", nargs="*", default=[], help="script names to skip (e.g. bench_sharpness.py)")
     parser.add_argument("--no-notebooks", action="store_true")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per benchmark script")
+    parser.add_argument("--args", nargs="*", default=[], metavar="SCRIPT=ARGS",
+                        help="extra arguments of one script, e.g. 'bench_sharpness.py=--n 300' (a smaller run)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads of every benchmark and notebook (on a "
                         "loaded machine, 1: two threads wait on each other when other programs hold the cores)")
     args = parser.parse_args(argv)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # the notebooks' kernels follow it (learndyn.setup)
-    results: dict = {"machine": machine(args.threads), "load_start": _load(), "complete": False}
+    extra = {name: more.split() for name, more in (a.split("=", 1) for a in args.args)}
+    results: dict = {"machine": machine(args.threads), "load_start": _load(), "complete": False,
+                     "command": " ".join(["bench/run_all.py", *(argv if argv is not None else sys.argv[1:])])}
     scripts = sorted(p for p in HERE.glob("bench_*.py") if p.name not in args.skip)
     if args.quick:
         scripts = [p for p in scripts if p.name in STRUCTURED]
     print(f"running {len(scripts)} benchmark scripts" + ("" if args.quick or args.no_notebooks else
                                                         " and the notebooks"), flush=True)
     for script in scripts:
-        results.update(run_script(script, STRUCTURED.get(script.name, ("", []))[1] if args.quick else [],
-                                  args.timeout, args.threads))
+        results.update(run_script(script, (STRUCTURED.get(script.name, ("", []))[1] if args.quick else [])
+                                  + extra.get(script.name, []), args.timeout, args.threads))
         _save(results, args.out)  # a record of what ran so far, should a later benchmark not finish
     if not (args.quick or args.no_notebooks):
         results["notebooks"] = notebook_times(sorted((ROOT / "chapters").glob("*.ipynb")), args.timeout)
