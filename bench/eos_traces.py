@@ -1,8 +1,9 @@
-"""Precompute the sharpness traces of the Ch 6 widget (check V6.6): `lib/learndyn/data/eos_traces.npz`.
+"""Precompute the sharpness traces of the Ch 6 widget and plateau check: `lib/learndyn/data/eos_traces.npz`.
 
 The digits setup of Chapter 6 (first 1000 digits, 64-100-100-100-10 tanh, MSE, float32, seed 0), full-batch GD
-for 1500 steps with each step size below, sharpness every 25 steps (20 power iterations, then 6 warm-started).
-About 1-2 minutes on 2 CPU cores; the file is ~100 kB. Run from the repository root:
+for 1500 steps with each step size below, sharpness every 25 steps by the training loop's default estimator
+(warm-started Krylov, relative residual <= 2e-3). About 2-3 minutes on 2 CPU cores; the file is ~100 kB. Run
+from the repository root:
 
     .venv/bin/python bench/eos_traces.py [--out lib/learndyn/data/eos_traces.npz] [--steps 1500]
 """

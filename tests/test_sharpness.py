@@ -143,7 +143,7 @@ def test_bad_input_raises(data64):
     with pytest.raises(ValueError, match="lr"):
         sh.train_gd_sharpness(model, X, Y, lr=0.0, steps=5)
     with pytest.raises(ValueError, match="steps"):
-        sh.train_gd_sharpness(model, X, Y, lr=0.1, steps=0)
+        sh.train_gd_sharpness(model, X, Y, lr=0.1, steps=-1)
     with pytest.raises(ValueError, match="loss"):
         sh.train_gd_sharpness(model, X, Y, lr=0.1, steps=5, loss="hinge")
     with pytest.raises(ValueError, match="eta"):
@@ -310,3 +310,45 @@ def test_training_loop_records_the_estimates_certificates(data64):
     p_end = {k: torch.as_tensor(v) for k, v in hist.final["params"].items()}
     exact = np.linalg.eigvalsh(sh.exact_hessian(f, p_end))[-1]
     assert abs(hist.final["sharpness"][-1] / exact - 1) < 1e-3  # the accuracy the chapter asks of the estimate
+
+
+def test_edge_model_settles_on_its_period_two_orbit():
+    """eq-eos-model-orbit: S = 2/eta and x^2 = 2 (chi - kappa y*) above kappa_c; det = 1 exactly at kappa_c."""
+    eta, s0, chi = 0.4, 4.0, 0.5
+    orbit = sh.edge_model_orbit(eta, s0, chi, 0.3)
+    run = sh.edge_model_gd(0.01, 0.0, eta, s0, chi, 0.3, 3000)
+    assert run["sharpness"][-1] == pytest.approx(2 / eta, rel=1e-10)
+    assert run["x"][-1] ** 2 == pytest.approx(orbit["x2"], rel=1e-9)
+    assert np.all(run["x"][-3:-1] * run["x"][-2:] < 0)  # the sign flips: a period-2 orbit
+    at_c = sh.edge_model_orbit(eta, s0, chi, orbit["kappa_c"])
+    assert at_c["det"] == pytest.approx(1.0, abs=1e-14)
+    batch = sh.edge_model_gd(0.01, 0.0, eta, s0, chi, np.array([0.3, 0.35]), 5)  # kappa broadcasts
+    assert batch["x"].shape == (6, 2) and batch["sharpness"][0].tolist() == [s0, s0]
+    assert sh.edge_model_gd(0.01, 0.0, eta, s0, chi, 0.3, 0)["x"].tolist() == [0.01]  # zero steps: the start
+
+
+def test_edge_model_bad_input():
+    with pytest.raises(ValueError, match="kappa"):
+        sh.edge_model_gd(0.01, 0.0, 0.4, 4.0, 0.5, -1.0, 10)
+    with pytest.raises(ValueError, match="eta"):
+        sh.edge_model_gd(0.01, 0.0, 0.0, 4.0, 0.5, 0.3, 10)
+    with pytest.raises(TypeError, match="x0"):
+        sh.edge_model_gd("a", 0.0, 0.4, 4.0, 0.5, 0.3, 10)
+    with pytest.raises(ValueError, match="y0"):
+        sh.edge_model_gd(0.01, float("nan"), 0.4, 4.0, 0.5, 0.3, 10)
+    with pytest.raises(ValueError, match="broadcast"):
+        sh.edge_model_gd(np.ones(3), 0.0, 0.4, 4.0, 0.5, np.ones(2), 10)
+    with pytest.raises(ValueError, match="no orbit"):
+        sh.edge_model_orbit(0.4, 4.0, 0.1, 0.3)  # the flow's limit 4.33 is below 2/eta = 5
+    with pytest.raises(DivergenceError, match="step"):
+        sh.edge_model_gd(1.0, 0.0, 1.0, 4.0, 0.5, 0.3, 500)
+
+
+def test_zero_length_runs_return_the_start_and_int_data_is_refused():
+    X, Y, _ = sh.digits_tensors(30, device="cpu")
+    hist = sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1), X, Y, lr=0.1, steps=0, device="cpu")
+    assert hist["loss"].shape == (1,) and hist.final["eig_steps"].tolist() == [0]
+    flow = sh.gf_reference(sh.make_mlp(width=4, depth=1), X, Y, t_max=0.0, device="cpu")
+    assert flow["sharpness"].shape == (1,)
+    with pytest.raises(TypeError, match="dtype"):
+        sh.digits_tensors(30, dtype=torch.int64)

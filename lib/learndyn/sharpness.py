@@ -24,7 +24,18 @@ from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 from torch import nn
 
 from . import quadratic
-from .core import DivergenceError, History, as_int, as_positive, check_finite, get_device, rk4_step
+from .core import (
+    DivergenceError,
+    History,
+    as_int,
+    as_nonnegative,
+    as_positive,
+    as_real,
+    as_real_array,
+    check_finite,
+    get_device,
+    rk4_step,
+)
 
 __all__ = [
     "digits_tensors",
@@ -46,6 +57,8 @@ __all__ = [
     "uv_sharpness",
     "uv_flow_limit_sharpness",
     "quadratic_gd",
+    "edge_model_gd",
+    "edge_model_orbit",
     "MAX_DENSE_PARAMS",
 ]
 
@@ -65,6 +78,8 @@ def digits_tensors(n: int = 1000, center: bool = True, device: str | torch.devic
     """
     from sklearn.datasets import load_digits  # bundled with scikit-learn: no download
 
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point or dtype.is_complex:
+        raise TypeError(f"dtype must be a real floating torch dtype (torch.float32 or torch.float64); got {dtype!r}")
     data = load_digits()
     n = as_int("n", n, minimum=1)
     if n > len(data.target):
@@ -290,7 +305,7 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, lr: f
     A non-finite loss raises `DivergenceError` with the step.
     """
     lr = as_positive("lr", lr)
-    steps = as_int("steps", steps, minimum=1)
+    steps = as_int("steps", steps, minimum=0)  # steps = 0: the start, with its sharpness
     eig_every = as_int("eig_every", eig_every, minimum=1)
     eig_iters, first_iters = as_int("eig_iters", eig_iters, minimum=1), as_int("first_iters", first_iters, minimum=1)
     if not np.isfinite(eig_tol) or eig_tol < 0:
@@ -334,7 +349,7 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, lr: f
 
 
 def eos_summary(hist: History, lr: float, frac: float = 0.95, burn: int = 100) -> dict[str, float | int | None]:
-    """The edge-of-stability statistics of a `train_gd_sharpness` run (check V6.4).
+    """The edge-of-stability statistics of a `train_gd_sharpness` run (Ch 6, the edge-of-stability checks).
 
     cross_step: the first sharpness step with S >= frac * 2/lr (None if none); pre_cross_increases: steps before it
     where the loss went up; median/max/min_ratio: S lr / 2 at sharpness steps >= cross_step + burn;
@@ -370,9 +385,10 @@ def gf_reference(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, t_max: floa
     lands exactly on every time of `t_record` (default: 50 equal intervals of [0, t_max]), where it records the
     loss, the sharpness estimate and the flattened parameters (float64, in `final["params_path"]`).
     """
-    t_max, alpha = as_positive("t_max", t_max), as_positive("alpha", alpha)
+    t_max, alpha = as_nonnegative("t_max", t_max), as_positive("alpha", alpha)  # t_max = 0: the start
     eig_every = as_int("eig_every", eig_every, minimum=1)
-    t_rec = np.linspace(0.0, t_max, 51) if t_record is None else np.sort(np.asarray(t_record, dtype=float))
+    t_rec = np.linspace(0.0, t_max, 51 if t_max > 0 else 1) if t_record is None else np.sort(
+        as_real_array("t_record", t_record, ndim=1))
     if t_rec.size == 0 or t_rec[0] < 0 or t_rec[-1] > t_max * (1 + 1e-12):
         raise ValueError(f"t_record must be a non-empty set of times in [0, t_max={t_max}]")
     dev = get_device(device)
@@ -413,7 +429,7 @@ def eos_sweep(lrs: list[float] | np.ndarray, steps: int, seed: int = 0, n: int =
     """The Ch 6 digits setup (64-100-100-100-10 tanh, MSE, float32) trained with each step size of `lrs`.
 
     Returns arrays for `np.savez`: "lrs" (B,), "loss" (B, steps + 1), "eig_steps" (K,), "sharpness" (B, K).
-    `bench/eos_traces.py` stores this for the chapter's widget (check V6.6).
+    `bench/eos_traces.py` stores this for the chapter's widget and plateau check.
     """
     lrs = np.asarray([as_positive("lr", float(v)) for v in lrs])
     X, Y, _ = digits_tensors(n, device=device)
@@ -479,6 +495,55 @@ def uv_toy_gd(u0: np.ndarray | float, v0: np.ndarray | float, eta: float, steps:
             U[k + 1], V[k + 1] = u, v
     metrics = {"u": U, "v": V, "loss": uv_loss(U, V), "sharpness": uv_sharpness(U, V)}
     return History(np.arange(steps + 1), metrics, {"diverged": div_step >= 0, "diverge_step": div_step})
+
+
+def edge_model_gd(x0: np.ndarray | float, y0: np.ndarray | float, eta: float, s0: float, chi: float,
+                  kappa: np.ndarray | float, steps: int) -> History:
+    """GD on the minimal edge-of-stability model L(x, y) = 1/2 (s0 + y) x^2 - chi y + 1/2 kappa y^2 (Ch 6).
+
+    On the valley x = 0 the sharpness is S = s0 + y with grad S = e_y; the drive chi sharpens it towards the flow's
+    limit s0 + chi / kappa. GD, eq. `eq-eos-model-gd`: x <- (1 - eta S) x, y <- y + eta (chi - kappa y) - eta x^2 / 2
+    (the last term is the self-stabilisation of eq. `eq-eos-self-stab-dS`, exact here). `x0`, `y0` and `kappa`
+    broadcast (a batch of runs). Metrics "x", "y", "sharpness" (s0 + y) and "loss" of shape (steps + 1, *batch);
+    a run whose |x| or |y| passes 1e100 raises `DivergenceError` with the step.
+    """
+    s0, chi = as_real("s0", s0), as_real("chi", chi)
+    eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
+    kap = as_real_array("kappa", kappa)
+    if np.any(kap < 0):
+        raise ValueError("kappa must be >= 0")
+    try:
+        x, y, kap = (a.copy() for a in np.broadcast_arrays(as_real_array("x0", x0), as_real_array("y0", y0), kap))
+    except ValueError as err:
+        raise ValueError(f"x0, y0 and kappa must broadcast together: {err}") from None
+    xs, ys = np.empty((steps + 1, *x.shape)), np.empty((steps + 1, *x.shape))
+    xs[0], ys[0] = x, y
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(steps):
+            x, y = (1.0 - eta * (s0 + y)) * x, y + eta * (chi - kap * y) - 0.5 * eta * x * x
+            if not (np.all(np.abs(x) < 1e100) and np.all(np.abs(y) < 1e100)):
+                raise DivergenceError(f"the edge-of-stability model diverged at step {k + 1} (eta={eta:g})")
+            xs[k + 1], ys[k + 1] = x, y
+    loss = 0.5 * (s0 + ys) * xs**2 - chi * ys + 0.5 * kap * ys**2
+    return History(np.arange(steps + 1), {"x": xs, "y": ys, "sharpness": s0 + ys, "loss": loss}, {})
+
+
+def edge_model_orbit(eta: float, s0: float, chi: float, kappa: float) -> dict[str, float]:
+    """The period-2 orbit of `edge_model_gd` and its stability (eqs. `eq-eos-model-orbit`, `eq-eos-model-kc`).
+
+    S* = 2 / eta, y* = 2 / eta - s0, x*^2 = 2 (chi - kappa y*) (Damian et al.'s equilibrium amplitude
+    2 alpha / ||grad S||^2 with alpha = -grad L . grad S = chi - kappa y* and ||grad S|| = 1); the linearisation in
+    (ln|x|, y) has determinant det = 1 - eta kappa + eta^2 x*^2, so the orbit attracts iff kappa > kappa_c =
+    2 eta chi / (1 + 2 eta y*). Requires x*^2 > 0, i.e. the flow's limit s0 + chi / kappa above 2 / eta.
+    """
+    eta, s0, chi = as_positive("eta", eta), as_real("s0", s0), as_real("chi", chi)
+    kappa = as_nonnegative("kappa", kappa)
+    y_star = 2.0 / eta - s0
+    x2 = 2.0 * (chi - kappa * y_star)
+    if x2 <= 0:
+        raise ValueError(f"no orbit: the flow's limit sharpness s0 + chi/kappa must exceed 2/eta = {2 / eta:g}")
+    return {"sharpness": 2.0 / eta, "y": y_star, "x2": x2, "det": 1.0 - eta * kappa + eta**2 * x2,
+            "kappa_c": 2.0 * eta * chi / (1.0 + 2.0 * eta * y_star)}
 
 
 def quadratic_gd(lam: float, eta: float, x0: float, steps: int) -> np.ndarray:

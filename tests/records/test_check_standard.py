@@ -16,7 +16,7 @@ RECORDS = ROOT / "_build" / "checks"
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("[0-9][0-9]_*.md"))
 HELD = [
     "00_preface", "01_linear_regression", "02_deep_linear", "03_ssl_noncontrastive", "04_ssl_stepwise",
-    "05_implicit_bias", "07_large_stepsize", "08_diagonal",
+    "05_implicit_bias", "06_edge_of_stability", "07_large_stepsize", "08_diagonal",
 ]
 
 
