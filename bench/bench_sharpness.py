@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     ld.core.set_threads(args.threads)
     seeds = list(range(args.seeds))
-    out = {"target": args.target, "seeds": args.seeds, "threads": torch.get_num_threads()}
+    out = {"target": args.target, "seeds": args.seeds, "threads": torch.get_num_threads(), "power_budget": POWER_BUDGET}
 
     narrow = Problem(args.narrow_n, args.narrow_width)
     t_dense, spectrum = timed(lambda: np.linalg.eigvalsh(sh.exact_hessian(narrow.loss[torch.float64],

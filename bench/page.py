@@ -101,7 +101,9 @@ def _sharpness(entry: dict) -> list[str]:
            f"every seed's worst relative error over the top k is at most {res['target']:g} (or, marked *not "
            "reached*, where its product budget stopped it first). Products: Hessian-vector products. Overhead: "
            "seconds / (set-up + products x one product), with the product that solver calls, timed alone. "
-           "Median [interquartile range] over the seeds.", ""]
+           "Median [interquartile range] over the seeds."
+           + (f" The power-type solvers (learndyn power, PyHessian) may use at most {res['power_budget']} products per "
+              "run." if res.get("power_budget") else ""), ""]
     for key, title in (("full", "Ch 6 model"), ("narrow", "Narrowed model")):
         r = res.get(key)
         if not r:
@@ -158,13 +160,14 @@ def figure(data: dict, path: Path) -> bool:
     from learndyn.plotting import COLORS, set_style  # noqa: PLC0415
 
     set_style()
+    palette = [c for i, c in enumerate(COLORS) if i != 4]  # no two blues side by side
     names = list(dict.fromkeys(r["method"] for r in res["rows"]))
     ks = sorted({r["k"] for r in res["rows"]})
     fig, axes = plt.subplots(len(ks), 2, figsize=(8.4, 3.0 * len(ks)), squeeze=False, sharey=True)
     target = data["sharpness_vs_pyhessian"]["results"]["target"]
     for i, k in enumerate(ks):
         for row in (r for r in res["rows"] if r["k"] == k):
-            c = COLORS[names.index(row["method"]) % len(COLORS)]
+            c = palette[names.index(row["method"]) % len(palette)]
             for j, x in enumerate(("products", "seconds")):
                 ax = axes[i, j]
                 old = [run for t in row["tried"] for run in t["runs"]]

@@ -195,24 +195,11 @@ def test_page_renders_every_section_and_marks_separate_runs(tmp_path):
     assert written[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_results_page_renders_every_section(tmp_path):
-    ext = _load("bench_results", ROOT / "_ext")
-    data = {
-        "machine": {"date": "2026-01-01T00:00:00Z", "cpu": "x", "cores": 2, "threads": 2, "versions": {"torch": "2"}},
-        "load_start": 1.0, "load_end": 1.5,
-        "targets": [{"target": "t", "measured": "m", "met": True}],
-        "batched": {"script": "bench/bench_batched.py", "results": {"rows": [
-            {"case": "c", "chapter": "02", "sweep": "seeds", "B": 64, "steps": 10, "batched_s": 0.1, "loop_s": 2.0,
-             "ratio": 20.0, "rel_diff": 0.0}]}},
-        "sharpness_vs_pyhessian": {"script": "bench/bench_pyhessian.py", "results": {
-            "model": {"n": 1000, "parameters": 27010, "dtype": "float64", "device": "cpu"}, "target": 1e-4,
-            "hvp_s": 0.01, "grad_s": 0.004,
-            "rows": [{"method": "m", "tol": 1e-4, "seconds": 1.0, "rel_error": 1e-5, "hvps": 50,
-                      "hvp_overhead": 1.1}]}},
-        "deep_linear": {"script": "bench/bench_deep_linear.py", "returncode": 0, "stdout": "cpu: ratio 30x"},
-        "notebooks": {"rows": [{"notebook": "a.ipynb", "seconds": 10.0, "error": None, "load_before": 1,
-                                "load_after": 1}], "total_s": 10.0, "budget_each_s": 60, "budget_total_s": 240},
-    }
-    text = "\n".join(node.astext() for node in ext._render(data))
-    for expected in ("20.0x", "27010 parameters", "a.ipynb", "whole book", "cpu: ratio 30x", "yes"):
-        assert expected in text
+def test_the_committed_record_is_a_full_run_and_the_page_shows_it():
+    record = json.loads((BENCH / "results.json").read_text())
+    assert record.get("complete") and not record.get("quick"), "bench/results.json is not a full `make bench` run"
+    assert (BENCH / "results.md").read_text() == _load("page").render(record), (
+        "bench/results.md is not the rendering of bench/results.json: run `.venv/bin/python bench/page.py`")
+    assert record["machine"]["date"].encode() in (BENCH / "accuracy_cost.png").read_bytes(), (
+        "bench/accuracy_cost.png was drawn from another record")
+    assert "```{include} bench/results.md" in (ROOT / "benchmarks.md").read_text()
