@@ -49,6 +49,7 @@ from learndyn import exercises as ex  # noqa: E402
 from learndyn import implicit_bias as ib  # noqa: E402
 from learndyn import large_stepsize as ls  # noqa: E402
 from learndyn import linreg as lin  # noqa: E402
+from learndyn import sharpness as sh  # noqa: E402
 from learndyn.exercises import CHECKS  # noqa: E402
 
 CASE_SECONDS = 10.0
@@ -503,6 +504,30 @@ SPECS: list[Spec] = [
     Spec("implicit_bias", "margin_bounds", ib.margin_bounds, lambda: {"r": np.array([1.0, 5.0]), "n": 6,
                                                                       "gamma": 0.2},
          {"r": "barray", "n": "count", "gamma": "pos"}),
+    # ---- sharpness (the closed forms and toys; the torch training loops are unit-tested) ----
+    Spec("sharpness", "uv_loss", sh.uv_loss, lambda: {"u": np.array([1.0, 2.0]), "v": np.array([0.5, 0.1])},
+         {"u": "barray", "v": "barray"}),
+    Spec("sharpness", "uv_sharpness", sh.uv_sharpness,
+         lambda: {"u": np.array([1.0, 2.0]), "v": np.array([0.5, 0.1])}, {"u": "barray", "v": "barray"}),
+    Spec("sharpness", "uv_flow_limit_sharpness", sh.uv_flow_limit_sharpness,
+         lambda: {"u0": np.array([1.0, 2.0]), "v0": np.array([0.5, 0.1])}, {"u0": "barray", "v0": "barray"}),
+    Spec("sharpness", "uv_toy_gd", sh.uv_toy_gd,
+         lambda: {"u0": np.array([2.8, 1.0]), "v0": np.array([0.1, 0.5]), "eta": 0.1, "steps": 5},
+         {"u0": "barray", "v0": "barray", "eta": "pos", "steps": "count0", "on_divergence": "enum"},
+         edges=[{"steps": 0}, {"u0": 2.8, "v0": 0.1}]),
+    Spec("sharpness", "quadratic_gd", sh.quadratic_gd, lambda: {"lam": 4.0, "eta": 0.1, "x0": 1.0, "steps": 5},
+         {"lam": "real", "eta": "pos", "x0": "real", "steps": "count0"}, edges=[{"steps": 0}]),
+    Spec("sharpness", "edge_model_gd", sh.edge_model_gd,
+         lambda: {"x0": 0.01, "y0": 0.0, "eta": 0.4, "s0": 4.0, "chi": 0.5, "kappa": 0.3, "steps": 5},
+         {"x0": "barray", "y0": "barray", "eta": "pos", "s0": "real", "chi": "real", "kappa": "barray",
+          "steps": "count0"}, edges=[{"steps": 0}]),
+    Spec("sharpness", "edge_model_orbit", sh.edge_model_orbit,
+         lambda: {"eta": 0.4, "s0": 4.0, "chi": 0.5, "kappa": 0.3},
+         {"eta": "pos", "s0": "real", "chi": "real", "kappa": "nonneg"}),
+    Spec("sharpness", "make_mlp", sh.make_mlp, lambda: {"in_dim": 3, "width": 2, "depth": 1, "out_dim": 2},
+         {"in_dim": "count", "width": "count", "depth": "count", "out_dim": "count", "act": "enum", "seed": "seed"}),
+    Spec("sharpness", "digits_tensors", sh.digits_tensors, lambda: {"n": 5, "device": "cpu"},
+         {"n": "count", "center": "bool", "device": "device"}),
     # ---- large_stepsize ----
     Spec("large_stepsize", "narrow_margin_2d", ls.narrow_margin_2d, lambda: {"n": 8},
          {"n": "count", "gamma": "pos", "spread": "nonneg", "seed": "seed"}),

@@ -134,7 +134,7 @@ def test_bad_input_raises(data64):
         sh.top_eigs(f, p, method="qr")
     with pytest.raises(ValueError, match="v0"):
         sh.top_eigs(f, p, k=2, v0={k: t for k, t in p.items()})
-    with pytest.raises(ValueError, match="v must have the keys"):
+    with pytest.raises(ValueError, match="v must be a dict with the keys"):
         sh.hvp(f, p, {"w": torch.zeros(1)})
     with pytest.raises(ValueError, match="act"):
         sh.make_mlp(act="sigmoid")
@@ -352,3 +352,27 @@ def test_zero_length_runs_return_the_start_and_int_data_is_refused():
     assert flow["sharpness"].shape == (1,)
     with pytest.raises(TypeError, match="dtype"):
         sh.digits_tensors(30, dtype=torch.int64)
+
+
+def test_models_data_and_products_are_validated():
+    X, Y, _ = sh.digits_tensors(20, device="cpu")
+    model = sh.make_mlp(width=3, depth=1)
+    with pytest.raises(ValueError, match="rows"):
+        sh.model_loss(model, X, Y[:5])
+    with pytest.raises(TypeError, match="dtype"):
+        sh.model_loss(model, X.double(), Y.double())  # a float32 model
+    with pytest.raises(ValueError, match="X must be finite"):
+        sh.model_loss(model, X * np.nan, Y)
+    with pytest.raises(TypeError, match="model"):
+        sh.train_gd_sharpness("mlp", X, Y, lr=0.1, steps=2)
+    with pytest.raises(TypeError, match="out"):
+        sh.mse_loss(np.zeros((2, 3)), torch.zeros(2, 3))
+    f, p = sh.model_loss(model, X.numpy(), Y.numpy())  # numpy data is read as tensors
+    with pytest.raises(ValueError, match="shaped and typed"):
+        sh.hvp(f, p, {k: torch.zeros(1) for k in p})
+    with pytest.raises(TypeError, match="seed"):
+        sh.make_mlp(seed=None)
+    with pytest.raises(ValueError, match="lrs"):
+        sh.eos_sweep([], 5)
+    with pytest.raises(ValueError, match="t_record"):
+        sh.gf_reference(model, X, Y, t_max=1.0, t_record=[-1.0, 0.5], device="cpu")

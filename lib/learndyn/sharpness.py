@@ -27,13 +27,19 @@ from . import quadratic
 from .core import (
     DivergenceError,
     History,
+    as_bool,
     as_int,
     as_nonnegative,
     as_positive,
     as_real,
     as_real_array,
+    as_real_tensor,
+    as_seed,
+    as_times,
+    broadcast,
     check_finite,
     get_device,
+    no_overflow,
     rk4_step,
 )
 
@@ -80,6 +86,7 @@ def digits_tensors(n: int = 1000, center: bool = True, device: str | torch.devic
 
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point or dtype.is_complex:
         raise TypeError(f"dtype must be a real floating torch dtype (torch.float32 or torch.float64); got {dtype!r}")
+    center = as_bool("center", center)
     data = load_digits()
     n = as_int("n", n, minimum=1)
     if n > len(data.target):
@@ -106,9 +113,12 @@ def make_mlp(in_dim: int = 64, width: int = 100, depth: int = 3, out_dim: int = 
     as_int("depth", depth, minimum=1)
     if act not in _ACTS:
         raise ValueError(f"act must be one of {sorted(_ACTS)}; got {act!r}")
+    seed = as_seed("seed", seed)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point or dtype.is_complex:
+        raise TypeError(f"dtype must be a real floating torch dtype; got {dtype!r}")
     dims = [in_dim] + [width] * depth
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+        torch.manual_seed(seed)
         layers: list[nn.Module] = []
         for a, b in zip(dims[:-1], dims[1:], strict=True):
             layers += [nn.Linear(a, b), _ACTS[act]()]
@@ -119,9 +129,27 @@ def make_mlp(in_dim: int = 64, width: int = 100, depth: int = 3, out_dim: int = 
 
 def mse_loss(out: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     """Cohen et al.'s MSE, eq. `eq-eos-mse`: the mean over samples of 1/2 ||f(x) - y||^2."""
+    for name, t in (("out", out), ("Y", Y)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a real floating torch tensor; got {type(t).__name__}"
+                            + (f" of dtype {t.dtype}" if isinstance(t, torch.Tensor) else ""))
     if out.shape != Y.shape:
         raise ValueError(f"out and Y must have the same shape; got {tuple(out.shape)} and {tuple(Y.shape)}")
     return 0.5 * ((out - Y) ** 2).sum(dim=-1).mean()
+
+
+def _model_data(model: nn.Module, X: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validate a model and its full-batch data: X (n, d_in) and Y (n, d_out), real, finite, in the model's dtype."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    dtype = next(iter(model.parameters()), torch.empty(0)).dtype
+    X = as_real_tensor("X", X, dtype=None if isinstance(X, torch.Tensor) else dtype, ndim=2)  # arrays: the model's
+    Y = as_real_tensor("Y", Y, dtype=None if isinstance(Y, torch.Tensor) else dtype, ndim=2)
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError(f"X and Y must have one row per example; got {X.shape[0]} and {Y.shape[0]} rows")
+    if X.dtype != dtype or Y.dtype != dtype:
+        raise TypeError(f"X and Y must have the model's dtype {dtype}; got {X.dtype} and {Y.dtype} (use .to({dtype}))")
+    return X, Y
 
 
 def model_loss(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, loss: str = "mse") -> tuple[LossFn, Params]:
@@ -131,6 +159,7 @@ def model_loss(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, loss: str = "
     """
     if loss not in ("mse", "ce"):
         raise ValueError(f"loss must be 'mse' or 'ce'; got {loss!r}")
+    X, Y = _model_data(model, X, Y)
     params = {k: v.detach().clone() for k, v in model.named_parameters()}
     labels = Y.argmax(dim=-1)
 
@@ -147,8 +176,13 @@ def hvp(loss_of_params: LossFn, params: Params, v: Params) -> Params:
 
     One call costs about as much as two or three gradients; H is never formed.
     """
-    if set(v) != set(params):
-        raise ValueError(f"v must have the keys of params {sorted(params)}; got {sorted(v)}")
+    if not isinstance(v, dict) or set(v) != set(params):
+        raise ValueError(f"v must be a dict with the keys of params {sorted(params)}; got "
+                         f"{sorted(v) if isinstance(v, dict) else type(v).__name__}")
+    for name, t in v.items():
+        if not isinstance(t, torch.Tensor) or t.shape != params[name].shape or t.dtype != params[name].dtype:
+            raise ValueError(f"v[{name!r}] must be a tensor shaped and typed like params[{name!r}] "
+                             f"({tuple(params[name].shape)}, {params[name].dtype})")
     return torch.func.jvp(torch.func.grad(loss_of_params), (params,), (v,))[1]
 
 
@@ -310,6 +344,7 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, lr: f
     eig_iters, first_iters = as_int("eig_iters", eig_iters, minimum=1), as_int("first_iters", first_iters, minimum=1)
     if not np.isfinite(eig_tol) or eig_tol < 0:
         raise ValueError(f"eig_tol must be finite and >= 0; got {eig_tol}")
+    X, Y = _model_data(model, X, Y)
     dev = get_device(device)
     X, Y = X.to(dev), Y.to(dev)
     model = _copy_to(model, dev)
@@ -388,9 +423,10 @@ def gf_reference(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, t_max: floa
     t_max, alpha = as_nonnegative("t_max", t_max), as_positive("alpha", alpha)  # t_max = 0: the start
     eig_every = as_int("eig_every", eig_every, minimum=1)
     t_rec = np.linspace(0.0, t_max, 51 if t_max > 0 else 1) if t_record is None else np.sort(
-        as_real_array("t_record", t_record, ndim=1))
+        as_times("t_record", t_record))
     if t_rec.size == 0 or t_rec[0] < 0 or t_rec[-1] > t_max * (1 + 1e-12):
         raise ValueError(f"t_record must be a non-empty set of times in [0, t_max={t_max}]")
+    X, Y = _model_data(model, X, Y)
     dev = get_device(device)
     X, Y = X.to(dev), Y.to(dev)
     model = _copy_to(model, dev)
@@ -431,7 +467,8 @@ def eos_sweep(lrs: list[float] | np.ndarray, steps: int, seed: int = 0, n: int =
     Returns arrays for `np.savez`: "lrs" (B,), "loss" (B, steps + 1), "eig_steps" (K,), "sharpness" (B, K).
     `bench/eos_traces.py` stores this for the chapter's widget and plateau check.
     """
-    lrs = np.asarray([as_positive("lr", float(v)) for v in lrs])
+    lrs = as_real_array("lrs", lrs, ndim=1, nonempty=True)
+    lrs = np.asarray([as_positive("lrs entry", float(v)) for v in lrs])
     X, Y, _ = digits_tensors(n, device=device)
     runs = [train_gd_sharpness(make_mlp(seed=seed), X, Y, float(lr), steps, eig_every=eig_every, device=device)
             for lr in lrs]
@@ -441,9 +478,22 @@ def eos_sweep(lrs: list[float] | np.ndarray, steps: int, seed: int = 0, n: int =
 
 
 # ------------------------------------------------------------------------------------------ closed-form toy models
+def _uv(names: tuple[str, str], u: np.ndarray | float, v: np.ndarray | float) -> list[np.ndarray]:
+    """Validated, broadcast (u, v) arrays of the toy."""
+    return broadcast(f"{names[0]} and {names[1]}", as_real_array(names[0], u), as_real_array(names[1], v))
+
+
+def _uv_loss(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return 0.5 * (u * v - 1.0) ** 2
+
+
+def _uv_sharpness(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return 0.5 * (u**2 + v**2) + np.sqrt(0.25 * (u**2 - v**2) ** 2 + (2 * u * v - 1.0) ** 2)
+
+
 def uv_loss(u: np.ndarray | float, v: np.ndarray | float) -> np.ndarray:
     """The toy loss L(u, v) = 1/2 (u v - 1)^2 of eq. `eq-eos-uv-loss` (the scalar net of Ch 2 with s = 1)."""
-    return 0.5 * (np.asarray(u, dtype=float) * np.asarray(v, dtype=float) - 1.0) ** 2
+    return no_overflow("u and v", _uv_loss(*_uv(("u", "v"), u, v)))
 
 
 def uv_sharpness(u: np.ndarray | float, v: np.ndarray | float) -> np.ndarray:
@@ -451,8 +501,7 @@ def uv_sharpness(u: np.ndarray | float, v: np.ndarray | float) -> np.ndarray:
 
     lambda_max = (u^2 + v^2)/2 + sqrt(((u^2 - v^2)/2)^2 + (2uv - 1)^2), which equals u^2 + v^2 on uv = 1.
     """
-    u, v = np.asarray(u, dtype=float), np.asarray(v, dtype=float)
-    return 0.5 * (u**2 + v**2) + np.sqrt(0.25 * (u**2 - v**2) ** 2 + (2 * u * v - 1.0) ** 2)
+    return no_overflow("u and v", _uv_sharpness(*_uv(("u", "v"), u, v)))
 
 
 def uv_flow_limit_sharpness(u0: np.ndarray | float, v0: np.ndarray | float) -> np.ndarray:
@@ -460,8 +509,8 @@ def uv_flow_limit_sharpness(u0: np.ndarray | float, v0: np.ndarray | float) -> n
 
     Eq. `eq-eos-uv-limit`: the flow conserves c0 (valid when u0 v0 > 0, so that the flow reaches uv = 1).
     """
-    c0 = np.asarray(u0, dtype=float) ** 2 - np.asarray(v0, dtype=float) ** 2
-    return np.sqrt(c0**2 + 4.0)
+    u0, v0 = _uv(("u0", "v0"), u0, v0)
+    return no_overflow("u0 and v0", np.sqrt((u0**2 - v0**2) ** 2 + 4.0))
 
 
 def uv_toy_gd(u0: np.ndarray | float, v0: np.ndarray | float, eta: float, steps: int,
@@ -476,7 +525,7 @@ def uv_toy_gd(u0: np.ndarray | float, v0: np.ndarray | float, eta: float, steps:
     eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
     if on_divergence not in ("raise", "flag"):
         raise ValueError(f"on_divergence must be 'raise' or 'flag'; got {on_divergence!r}")
-    u, v = np.broadcast_arrays(np.asarray(u0, dtype=float), np.asarray(v0, dtype=float))
+    u, v = _uv(("u0", "v0"), u0, v0)
     u, v = u.copy(), v.copy()
     U, V = np.empty((steps + 1, *u.shape)), np.empty((steps + 1, *u.shape))
     U[0], V[0] = u, v
@@ -493,7 +542,7 @@ def uv_toy_gd(u0: np.ndarray | float, v0: np.ndarray | float, eta: float, steps:
                 div_step[bad] = k + 1
             u, v = np.where(div_step >= 0, np.nan, u), np.where(div_step >= 0, np.nan, v)
             U[k + 1], V[k + 1] = u, v
-    metrics = {"u": U, "v": V, "loss": uv_loss(U, V), "sharpness": uv_sharpness(U, V)}
+    metrics = {"u": U, "v": V, "loss": _uv_loss(U, V), "sharpness": _uv_sharpness(U, V)}
     return History(np.arange(steps + 1), metrics, {"diverged": div_step >= 0, "diverge_step": div_step})
 
 
@@ -509,11 +558,12 @@ def edge_model_gd(x0: np.ndarray | float, y0: np.ndarray | float, eta: float, s0
     """
     s0, chi = as_real("s0", s0), as_real("chi", chi)
     eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
-    kap = as_real_array("kappa", kappa)
+    kap = as_real_array("kappa", kappa, nonempty=True)
     if np.any(kap < 0):
         raise ValueError("kappa must be >= 0")
     try:
-        x, y, kap = (a.copy() for a in np.broadcast_arrays(as_real_array("x0", x0), as_real_array("y0", y0), kap))
+        x, y, kap = (a.copy() for a in np.broadcast_arrays(as_real_array("x0", x0, nonempty=True),
+                                                            as_real_array("y0", y0, nonempty=True), kap))
     except ValueError as err:
         raise ValueError(f"x0, y0 and kappa must broadcast together: {err}") from None
     xs, ys = np.empty((steps + 1, *x.shape)), np.empty((steps + 1, *x.shape))
@@ -555,6 +605,7 @@ def quadratic_gd(lam: float, eta: float, x0: float, steps: int) -> np.ndarray:
         raise ValueError(f"lam must be a finite real number; got {lam!r}")
     if isinstance(x0, bool) or not isinstance(x0, int | float | np.integer | np.floating) or not np.isfinite(x0):
         raise ValueError(f"x0 must be a finite real number; got {x0!r}")
+    eta = as_positive("eta", eta)
     return quadratic.gd_quadratic(np.array([[float(lam)]]), np.array([float(x0)]), eta, steps)[:, 0]
 
 
