@@ -141,9 +141,10 @@ def panels_per_row(fig) -> int:
 def subplots(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3.4, **kwargs):
     """`plt.subplots` sized per panel (inches), in the book style, returning axes of shape (nrows, ncols).
 
-    At most `MAX_PANELS_PER_ROW` panels are placed in a row: a row of three or four panels is wrapped onto two
-    rows (an odd last slot is left out), so that the panels keep their size in the text column and on a phone.
-    Code indexes the panels as it asked for them (axes[0, 2] is the third panel of the first requested row). With
+    At most `MAX_PANELS_PER_ROW` panels are placed in a row: with more than two columns the panels are laid out
+    in reading order, two to a row (an odd last slot is left out), so that they keep their size in the text column
+    and on a phone. Code indexes the panels as it asked for them (axes[0, 2] is the third panel of the first
+    requested row). With
     `sharex`/`sharey` of "row" or "col", `gridspec_kw`, `width_ratios` or `height_ratios` the grid is kept as
     asked. A figure wider than the text column (`COLUMN_INCHES`) is scaled down to it."""
     ncols, nrows = as_int("ncols", ncols, minimum=1), as_int("nrows", nrows, minimum=1)
@@ -154,15 +155,13 @@ def subplots(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float =
     if keep:
         return plt.subplots(nrows, ncols, figsize=_fit(width * ncols, height * nrows), squeeze=False, **kwargs)
     per_row = MAX_PANELS_PER_ROW
-    wraps = -(-ncols // per_row)  # grid rows per requested row
-    fig, grid = plt.subplots(nrows * wraps, per_row, figsize=_fit(width * per_row, height * nrows * wraps),
-                             squeeze=False, **kwargs)
+    rows = -(-nrows * ncols // per_row)  # the panels in reading order, two to a row
+    fig, grid = plt.subplots(rows, per_row, figsize=_fit(width * per_row, height * rows), squeeze=False, **kwargs)
     axes = np.empty((nrows, ncols), dtype=object)
-    for r in range(nrows):
-        for c in range(ncols):
-            axes[r, c] = grid[r * wraps + c // per_row, c % per_row]
-        for c in range(ncols, wraps * per_row):  # the empty slot of an odd row
-            grid[r * wraps + c // per_row, c % per_row].remove()
+    for k in range(nrows * ncols):
+        axes[k // ncols, k % ncols] = grid[k // per_row, k % per_row]
+    for k in range(nrows * ncols, rows * per_row):  # the empty last slot of an odd number of panels
+        grid[k // per_row, k % per_row].remove()
     return fig, axes
 
 
