@@ -609,7 +609,7 @@ def check_effective_u0(fn: Callable[..., ArrayLike], seed: int = 0) -> None:
         i = int(bad[0])
         raise AssertionError(f"mode with s = {svals[i]:g} (index {i}): got {got[i]:.6g}, expected {expected[i]:.6g}"
                              " (Gram-Schmidt in decreasing order of s, u0 = squared norm of the projected c)")
-    print(f"check_effective_u0: all {got.size} modes agree with eq. eq-saxe-u0-eff to 1e-8")
+    print(f"check_effective_u0: all {got.size} modes agree with the Gram-Schmidt effective initial strengths to 1e-8")
 
 # ---------------------------------------------------------------------------------------------------------------
 def _real(name: str, x: ArrayLike) -> np.ndarray:

@@ -155,7 +155,7 @@ def check_saxe_gram_schmidt(fn: Any) -> None:
     got = _array("my_u0(...)", fn(W1.copy(), W2.copy(), U.copy(), V.copy(), svals.copy()), (6,), "one value per mode")
     expected = effective_u0(W1, W2, U, V, svals)
     if np.allclose(got, expected, rtol=1e-8, atol=0.0):
-        print("check_saxe_gram_schmidt: all 6 modes agree with eq. eq-saxe-u0-eff to 1e-8")
+        print("check_saxe_gram_schmidt: all 6 modes agree with the Gram-Schmidt effective initial strengths to 1e-8")
         return
     if np.allclose(got, effective_u0(W1, W2, U, V, svals, refined=False), rtol=1e-8, atol=0.0):
         raise AssertionError("these are the naive ||c_alpha||^2: project out the directions of the stronger modes "
@@ -208,7 +208,7 @@ def check_ssl2_merge(gaps: Any) -> None:
                       where=lambda i: f"rho = {SSL2_RHOS[i // 2]}, eps = {SSL2_EPS[i % 2]:g}",
                       hint="measure t_j as the first time the j-th eigenvalue of C crosses 1/2 "
                            "(`ld.barlow.measured_step_times`)")
-    print("check_ssl2_merge: all 8 gaps agree with the prediction of eq-ssl2-step-time to 0.15 rise times")
+    print("check_ssl2_merge: all 8 gaps agree with the predicted step times to 0.15 rise times")
 
 
 # ---------------------------------------------------------------------------------------------------------------
