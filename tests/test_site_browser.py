@@ -421,3 +421,115 @@ def test_screenshots_phone_and_desktop_light_and_dark(server, browser):
             finally:
                 visit.close()
             assert name.stat().st_size > 10_000
+
+
+# ---- Equations fit (issue 19, item 3) -----------------------------------------------------------------------------
+
+# Pages whose owners are still breaking their wide equations; a page leaves this set when all its equations fit.
+EQUATIONS_PENDING = {"chapters/03_ssl_noncontrastive", "chapters/04_ssl_stepwise", "chapters/06_edge_of_stability"}
+# Equations a few per cent wider than the column at 1400 px, still to be broken: they scroll with a visible
+# scrollbar meanwhile (test_display_equations_fit_or_scroll_visibly). An equation leaves this list when it fits.
+WIDE_PENDING = {
+    "chapters/00_preface": {"eq-pre-local-error-3"},
+    "chapters/01_linear_regression": {"eq-linreg-js-risk", "eq-linreg-filter-risk"},
+    "chapters/02_deep_linear": {"eq-saxe-gd-half", "eq-saxe-gs-tol", "eq-saxe-matrix-riccati", "eq-saxe-depth-time"},
+    "chapters/05_implicit_bias": {"eq-soudry-log-decrease", "eq-soudry-gd-descent", "eq-soudry-svm",
+                                  "eq-soudry-margin-bound", "eq-soudry-bounded-residual", "eq-soudry-lnln",
+                                  "eq-soudry-residual-rate"},
+    "chapters/07_large_stepsize": {"eq-wu-grad"},
+    "chapters/08_diagonal": {"eq-diag-kkt-bound", "eq-diag-jump"},
+}
+# The equations broken onto several lines for item 3 that fit the column on a phone too. Still wider than their
+# box at 390 px (they scroll there, with a visible scrollbar): (2.12) eq-saxe-conservation (399 px in 277),
+# (5.10) eq-soudry-kkt (274 in 210, inside a theorem), (7.13) eq-wu-stable (347 in 210, inside a theorem) and the
+# Chapter 7 proof's eq-wu-u2-term (333 in 245) and eq-wu-rate-lower (389 in 210).
+BROKEN_EQUATIONS = {"chapters/02_deep_linear": ["eq-saxe-mode-eqs"]}
+_EQUATION_WIDTHS = """() => [...document.querySelectorAll('mjx-container[display="true"]')].map((box) => {
+    const math = box.querySelector('mjx-math');
+    return {id: box.closest('.math')?.id || '', tex: box.textContent.slice(0, 40),
+            need: Math.ceil(math ? math.getBoundingClientRect().width : box.scrollWidth), have: box.clientWidth};
+  })"""
+
+
+@pytest.mark.parametrize("page", MATH_PAGES)
+def test_display_equations_fit_the_column_at_desktop_width(server, browser, page):
+    """At 1400 px no display equation needs its scrollbar: the wide ones are broken onto lines."""
+    visit = Visit(browser, f"{server}/{page}.html", width=DESKTOP)
+    try:
+        visit.typeset()
+        wide = [r for r in visit.page.evaluate(_EQUATION_WIDTHS) if r["need"] > r["have"] + 1
+                and r["id"].removeprefix("equation-") not in WIDE_PENDING.get(page, set())]
+        if page in EQUATIONS_PENDING and wide:
+            pytest.skip(f"pending (its owner is breaking them): {[r['id'] or r['tex'] for r in wide]}")
+        assert not wide, f"{page} at {DESKTOP} px: {len(wide)} display equations wider than the column: {wide[:5]}"
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("page", sorted(BROKEN_EQUATIONS))
+def test_broken_equations_fit_a_phone(server, browser, page):
+    visit = Visit(browser, f"{server}/{page}.html", width=PHONE, mobile=True)
+    try:
+        visit.typeset()
+        rows = {r["id"]: r for r in visit.page.evaluate(_EQUATION_WIDTHS)}
+        for label in BROKEN_EQUATIONS[page]:
+            row = rows.get(f"equation-{label}")
+            assert row, f"{page}: no display equation {label}"
+            assert row["need"] <= row["have"] + 1, f"{page} at {PHONE} px: ({label}) is wider than its box: {row}"
+    finally:
+        visit.close()
+
+
+# ---- Figure text size (issue 19, item 4) --------------------------------------------------------------------------
+
+# The smallest text a figure may show, in CSS px at the desktop column: the body's small print (0.75 of the 16 px
+# body text; the theme's own smallest text, its footer and the check summaries, is 12-13.6 px).
+MIN_FIGURE_TEXT_PX = 12.0
+# Chapters whose owners are still enlarging their figures' text (Ch 4: tick and legend text of 7.7-11.1 px).
+FIGURE_TEXT_PENDING = {"chapters/04_ssl_stepwise", "chapters/06_edge_of_stability"}
+MIN_FONT_KEY = "learndyn:min-font-px"  # learndyn.plotting records the smallest text of a figure under this key
+
+
+def png_text(path: Path) -> dict[str, str]:
+    """The tEXt chunks of a PNG, up to its image data."""
+    data, pos, out = path.read_bytes(), 8, {}
+    while pos + 8 <= len(data):
+        length, kind = int.from_bytes(data[pos:pos + 4], "big"), data[pos + 4:pos + 8]
+        if kind == b"tEXt":
+            key, _, value = data[pos + 8:pos + 8 + length].partition(b"\0")
+            out[key.decode("latin-1")] = value.decode("latin-1")
+        if kind == b"IDAT":
+            break
+        pos += 12 + length
+    return out
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_figure_text_is_at_least_small_print_at_desktop_width(server, browser, page):
+    """Each figure's PNG records the pixel height of its smallest text (learndyn.plotting); shown at its displayed
+    width on the page, that text must be at least the small print of the body."""
+    visit = Visit(browser, f"{server}/{page}.html", width=DESKTOP)
+    try:
+        shown = visit.page.evaluate("""() => [...document.querySelectorAll('main .cell_output img')]
+          .filter((img) => !img.closest('.widget-snapshot'))
+          .map((img) => ({src: img.getAttribute('src'), shown: img.getBoundingClientRect().width,
+                          natural: img.naturalWidth, alt: (img.alt || '').slice(0, 50)}))""")
+        if page in FIGURE_TEXT_PENDING and not shown:
+            pytest.skip("pending: no figure in this build")
+        assert shown, f"{page} has no figure"
+        small, unknown = [], []
+        for fig in shown:
+            meta = png_text((HTML / page).parent / fig["src"])
+            if MIN_FONT_KEY not in meta:
+                unknown.append(fig["alt"])
+                continue
+            px = float(meta[MIN_FONT_KEY]) * fig["shown"] / fig["natural"]
+            if px < MIN_FIGURE_TEXT_PX:
+                small.append((fig["alt"], round(px, 1)))
+        if page in FIGURE_TEXT_PENDING and (small or unknown):
+            pytest.skip(f"pending: {len(small)} figures with small text, {len(unknown)} unmeasured")
+        assert not unknown, f"{page}: figures with no recorded text size (not drawn by learndyn.plotting): {unknown}"
+        assert not small, (f"{page}: {len(small)} of {len(shown)} figures show text smaller than "
+                           f"{MIN_FIGURE_TEXT_PX} px at {DESKTOP} px (alt text, px): {small[:5]}")
+    finally:
+        visit.close()
