@@ -160,7 +160,7 @@ def figure(data: dict, path: Path) -> bool:
     from learndyn.plotting import COLORS, set_style  # noqa: PLC0415
 
     set_style()
-    palette = [c for i, c in enumerate(COLORS) if i != 4]  # no two blues side by side
+    palette = [COLORS[i] for i in (0, 1, 2, 5, 3, 7, 4, 6)]  # six solvers, six colours told apart
     names = list(dict.fromkeys(r["method"] for r in res["rows"]))
     ks = sorted({r["k"] for r in res["rows"]})
     fig, axes = plt.subplots(len(ks), 2, figsize=(8.4, 3.0 * len(ks)), squeeze=False, sharey=True)
