@@ -118,12 +118,12 @@ def _sharpness(entry: dict) -> list[str]:
                 f"Reference ({r['reference_method']}): {ref}{extra}.", ""]
         out += _table(["Solver (product)", "k", "Setting", "Products", "Seconds", "Worst error", "Overhead"],
                       [[f"{x['method']} ({x['product']})", x["k"], f"tol {x['tol']:.0e}", _spread(x["products"], ".0f"),
-                        _spread(x["seconds"], ".3g"),
-                        f"{x['max_rel_error']:.0e}" + ("" if x["reached"] else " (not reached)"),
+                        _spread(x["seconds"], ".3f"),
+                        f"{x['max_rel_error']:.1e}" + ("" if x["reached"] else " (not reached)"),
                         _spread(x["overhead"], ".2f")] for x in r["rows"]])
         rat = [q for q in r.get("ratios", []) if q["ours"] == "learndyn krylov"]
         if rat:
-            out += [f"Seconds of each peer over learndyn krylov's, {title.lower()}, over all pairs of seeds:", ""]
+            out += [f"Seconds of each peer over learndyn krylov's ({title}), over all pairs of seeds:", ""]
             out += _table(["Peer", "k", "Peer / learndyn krylov", "Products, peer / ours", "Equal accuracy"],
                           [[q["peer"], q["k"], _spread(q["seconds"], ".2f"), _spread(q["products"], ".2f"),
                             "yes" if q["both_reached"] else "no: the peer did not reach the target"] for q in rat])
