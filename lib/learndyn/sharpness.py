@@ -1,11 +1,15 @@
 """Sharpness without forming the Hessian, and the edge of stability (Ch 6).
 
-Sharpness S(w) = lambda_max(grad^2 L(w)) (eq. `eq-eos-sharpness`) is estimated from Hessian-vector products
-(forward-over-reverse, `torch.func.jvp(torch.func.grad(L))`) by power iteration or Lanczos; `exact_hessian`
-forms the dense matrix of tiny models for the float64 checks. `train_gd_sharpness` runs full-batch GD with a
-warm-started sharpness estimate every `eig_every` steps (Cohen et al. 2021), `gf_reference` integrates gradient
-flow by RK4 with step alpha / S (the idea of Cohen et al.'s `flow.py`), and the (u, v) toy
-L = 1/2 (uv - 1)^2 (eq. `eq-eos-uv-loss`) and the quadratic (eq. `eq-eos-quad-gd`) have closed forms.
+Sharpness S(w) = lambda_max(grad^2 L(w)) (eq. `eq-eos-sharpness`) is estimated from Hessian-vector products by
+power iteration, a Krylov (Lanczos with full reorthogonalisation) solver or scipy's Lanczos. `top_eigs` (all three
+methods) takes its products from `hvp_operator`: reverse-over-reverse, one backward pass through a gradient graph
+built once per call (`create_graph=True`), as PyHessian does; `hvp` (forward-over-reverse,
+`torch.func.jvp(torch.func.grad(L))`) is the one-off product of the checks. `exact_hessian` forms the dense
+matrix of tiny models for the float64 checks. `train_gd_sharpness` runs full-batch GD with a warm-started
+sharpness estimate every `eig_every` steps (Cohen et al. 2021), `gf_reference` integrates gradient flow by RK4
+with step alpha / S (the idea of Cohen et al.'s `flow.py`); the (u, v) toy L = 1/2 (uv - 1)^2
+(eq. `eq-eos-uv-loss`), the quadratic (eq. `eq-eos-quad-gd`) and the minimal edge-of-stability model
+(eq. `eq-eos-model`) have closed forms.
 Conventions: GD step k is compared with flow time t = lr * k; the EoS runs use float32 (the spec's setup), the
 exactness checks float64. Losses are functions of a parameter dict (`torch.func` style); vectors on parameter
 space are dicts of tensors of the same shapes.
