@@ -84,9 +84,8 @@ def test_no_lecture_slide_references_in_the_text(page):
     assert not hits, f"{page} refers to lecture slides the reader does not have: {hits[:5]}"
 
 
-# Slugs printed by code outside the site's files, pending their owners' fix (a slug leaves when it is printed no more):
-# learndyn.exercises' checkers print them (check_saxe_gram_schmidt, check_ssl2_merge).
-SLUGS_PENDING = {"chapters/02_deep_linear": {"eq-saxe-u0-eff"}, "chapters/04_ssl_stepwise": {"eq-ssl2-step-time"}}
+# Slugs printed by code outside the site's files, pending their owners' fix (a slug leaves when it is printed no more).
+SLUGS_PENDING: dict[str, set[str]] = {}
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -201,7 +200,7 @@ def test_a_cells_checks_fold_into_one_line(page):
 # ---- Back matter (issue 19, item 7): an index with entries, bibliography names with their capitals -------------
 
 # Chapters whose {index} entries are still to come (their owners add them).
-INDEX_PENDING = {"chapters/03_ssl_noncontrastive", "chapters/04_ssl_stepwise", "chapters/06_edge_of_stability"}
+INDEX_PENDING: set[str] = set()
 
 
 def test_the_index_has_entries_from_every_chapter():
