@@ -183,7 +183,20 @@ def strip_solutions(text: str, mode: str = "remove") -> str:
             pieces.append(_stub_cells(label))
         last = end
     pieces.append(text[last:])
-    return re.sub(r"\n{3,}", "\n\n", "".join(pieces))
+    return _join_blocks(pieces)
+
+
+def _join_blocks(pieces: list[str]) -> str:
+    """Concatenate the kept pieces of a chapter, with at most one blank line where a solution was cut out.
+
+    Blank lines inside the pieces stay as they are: code cells keep their PEP 8 double blank lines, so a student
+    notebook's cells equal the chapter's."""
+    out = pieces[0]
+    for piece in pieces[1:]:
+        left, right = out.rstrip("\n"), piece.lstrip("\n")
+        newlines = (len(out) - len(left)) + (len(piece) - len(right))
+        out = left + "\n" * min(newlines, 2) + right
+    return out
 
 
 def student_notebook(md_path: str | Path) -> Any:
