@@ -487,7 +487,7 @@ def _safe_out(out: str | Path, root: Path) -> Path:
     out = Path(out)
     if out.resolve() == root.resolve() or root.resolve().is_relative_to(out.resolve()):
         raise TeachError(f"output folder {out} is or contains the book at {root}; choose another --out")
-    for name in ("chapters", "lib", "_ext", "tests", "bench", "scripts", "_assets", "examples", ".git", ".venv"):
+    for name in ("chapters", "lib", "_ext", "tests", "bench", "scripts", "_assets", ".git", ".venv"):  # examples/: ok
         if out.resolve().is_relative_to((root / name).resolve()):
             raise TeachError(f"output folder {out} is inside the book's {name}/; choose another --out")
     return out
