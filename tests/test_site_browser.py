@@ -482,8 +482,8 @@ def test_broken_equations_fit_a_phone(server, browser, page):
 # The smallest text a figure may show, in CSS px at the desktop column: the body's small print (0.75 of the 16 px
 # body text; the theme's own smallest text, its footer and the check summaries, is 12-13.6 px).
 MIN_FIGURE_TEXT_PX = 12.0
-# Chapters whose owners are still enlarging their figures' text (Ch 4: tick and legend text of 7.7-11.1 px).
-FIGURE_TEXT_PENDING = {"chapters/04_ssl_stepwise", "chapters/06_edge_of_stability"}
+# Chapters whose owners are still enlarging their figures' text (none now).
+FIGURE_TEXT_PENDING: set[str] = set()
 MIN_FONT_KEY = "learndyn:min-font-px"  # learndyn.plotting records the smallest text of a figure under this key
 
 

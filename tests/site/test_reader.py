@@ -127,9 +127,8 @@ def test_no_empty_index_pages():
 
 # ---- Figures (issue 19, item 4): numbered and captioned, at most two panels in a row --------------------------------
 
-# Chapters whose owners are still fixing their figures (a chapter leaves this set when its figures conform).
-FIGURES_PENDING = {"chapters/06_edge_of_stability": "pending: Chapter 6 is being reworked by its owner (its figures "
-                                                      "were not rebuilt with the figure metadata yet)"}
+# Chapters whose owners are still fixing their figures (none now).
+FIGURES_PENDING: dict[str, str] = {}
 MIN_FONT_KEY, PANELS_KEY = "learndyn:min-font-px", "learndyn:panels-per-row"  # learndyn.plotting writes these
 
 
