@@ -21,6 +21,8 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
+from learndyn import plotting as ld_plotting
+
 ROOT = Path(__file__).resolve().parents[1]
 HTML = Path(os.environ.get("SITE_HTML") or ROOT / "_build" / "html")
 SHOTS = Path(os.environ.get("SITE_SHOTS") or ROOT / "_build" / "screenshots")
@@ -487,20 +489,6 @@ FIGURE_TEXT_PENDING: set[str] = set()
 MIN_FONT_KEY = "learndyn:min-font-px"  # learndyn.plotting records the smallest text of a figure under this key
 
 
-def png_text(path: Path) -> dict[str, str]:
-    """The tEXt chunks of a PNG, up to its image data."""
-    data, pos, out = path.read_bytes(), 8, {}
-    while pos + 8 <= len(data):
-        length, kind = int.from_bytes(data[pos:pos + 4], "big"), data[pos + 4:pos + 8]
-        if kind == b"tEXt":
-            key, _, value = data[pos + 8:pos + 8 + length].partition(b"\0")
-            out[key.decode("latin-1")] = value.decode("latin-1")
-        if kind == b"IDAT":
-            break
-        pos += 12 + length
-    return out
-
-
 @pytest.mark.parametrize("page", CHAPTERS)
 def test_figure_text_is_at_least_small_print_at_desktop_width(server, browser, page):
     """Each figure's PNG records the pixel height of its smallest text (learndyn.plotting); shown at its displayed
@@ -516,7 +504,7 @@ def test_figure_text_is_at_least_small_print_at_desktop_width(server, browser, p
         assert shown, f"{page} has no figure"
         small, unknown = [], []
         for fig in shown:
-            meta = png_text((HTML / page).parent / fig["src"])
+            meta = ld_plotting.png_text((HTML / page).parent / fig["src"])
             if MIN_FONT_KEY not in meta:
                 unknown.append(fig["alt"])
                 continue

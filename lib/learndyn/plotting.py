@@ -13,6 +13,7 @@ text column. This is the only module of `learndyn` that imports matplotlib.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -21,7 +22,7 @@ import numpy as np
 from .core import as_int, as_positive, as_real, as_real_array, as_str
 
 __all__ = ["COLORS", "THEORY", "MAX_PANELS_PER_ROW", "MIN_FONT_KEY", "PANELS_KEY", "COLUMN_INCHES", "set_style",
-           "subplots", "retina_png", "panels_per_row", "plot_theory_vs_sim", "add_slope_guide"]
+           "subplots", "retina_png", "png_text", "panels_per_row", "plot_theory_vs_sim", "add_slope_guide"]
 
 #: Okabe-Ito palette: blue, vermillion, green, orange, sky blue, reddish purple, yellow, black. Orange (#E69F00),
 #: sky blue (#56B4E9) and yellow (#F0E442) are darkened at the same hue to >= 3:1 contrast on white (3.14, 3.15,
@@ -125,6 +126,22 @@ def retina_png(fig) -> tuple[str, dict] | None:
     data = data[:33] + chunks + data[33:]
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     return b2a_base64(data, newline=False).decode("ascii"), {"width": width // 2, "height": height // 2}
+
+
+def png_text(path: str | Path) -> dict[str, str]:
+    """The tEXt chunks of a PNG up to its image data: what `retina_png` records (MIN_FONT_KEY, PANELS_KEY)."""
+    if not isinstance(path, str | Path):
+        raise TypeError(f"path must be a str or Path to a PNG file; got {type(path).__name__}")
+    data, pos, out = Path(path).read_bytes(), 8, {}
+    while pos + 8 <= len(data):
+        length, kind = int.from_bytes(data[pos:pos + 4], "big"), data[pos + 4:pos + 8]
+        if kind == b"tEXt":
+            key, _, value = data[pos + 8:pos + 8 + length].partition(b"\0")
+            out[key.decode("latin-1")] = value.decode("latin-1")
+        if kind == b"IDAT":
+            break
+        pos += 12 + length
+    return out
 
 
 def panels_per_row(fig) -> int:

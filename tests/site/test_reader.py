@@ -13,6 +13,8 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
+from learndyn import plotting as ld_plotting
+
 ROOT = Path(__file__).resolve().parents[2]
 HTML = Path(os.environ.get("SITE_HTML") or ROOT / "_build" / "html")
 TOC = yaml.safe_load(Path(os.environ.get("SITE_TOC") or ROOT / "_toc.yml").read_text())
@@ -132,20 +134,6 @@ FIGURES_PENDING: dict[str, str] = {}
 MIN_FONT_KEY, PANELS_KEY = "learndyn:min-font-px", "learndyn:panels-per-row"  # learndyn.plotting writes these
 
 
-def png_text(path: Path) -> dict[str, str]:
-    """The tEXt chunks of a PNG (learndyn.plotting records the smallest text size and the panels per row there)."""
-    data, pos, out = path.read_bytes(), 8, {}
-    while pos + 8 <= len(data):
-        length, kind = struct.unpack(">I", data[pos:pos + 4])[0], data[pos + 4:pos + 8]
-        if kind == b"tEXt":
-            key, _, value = data[pos + 8:pos + 8 + length].partition(b"\0")
-            out[key.decode("latin-1")] = value.decode("latin-1")
-        if kind == b"IDAT":
-            break
-        pos += 12 + length
-    return out
-
-
 def _figures(page: str):
     """The chapter's figures: images of cell outputs (not widget snapshots)."""
     return [img for img in _soup(page).select("main .cell_output img")
@@ -173,7 +161,7 @@ def test_figures_have_at_most_two_panels_in_a_row(page):
         pytest.skip(FIGURES_PENDING[page])
     wide, unknown = [], []
     for img in _figures(page):
-        meta = png_text((HTML / page).parent / img["src"])
+        meta = ld_plotting.png_text((HTML / page).parent / img["src"])
         if PANELS_KEY not in meta:
             unknown.append(img["src"].rsplit("/", 1)[-1][:12])
         elif int(meta[PANELS_KEY]) > 2:
