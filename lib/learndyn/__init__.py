@@ -2,7 +2,8 @@
 
 One module per subject, each naming the chapter and equations it implements:
 
-- `core`        devices, threads, seeds, the `History` record, small numerics (`setup` starts every chapter)
+- `core`        devices, threads, seeds (`seed`: the $LEARNDYN_SEED knob), the `History` record, small numerics
+                (`setup` starts every chapter)
 - `checks`      `check_close` and friends: every numerical claim of the book goes through them
 - `plotting`    the book's figure style
 - `widgets`     interactive explorations (ipywidgets, imported lazily)
@@ -24,12 +25,12 @@ import importlib
 from types import ModuleType
 
 from . import checks, core
-from .core import History, get_device, setup
+from .core import History, get_device, seed, setup
 
 __version__ = "0.1.0"
 _SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "ssl", "barlow", "implicit_bias",
                "sharpness", "large_stepsize", "diagonal", "exercises", "teach")
-__all__ = ["History", "checks", "core", "get_device", "setup", *_SUBMODULES]
+__all__ = ["History", "checks", "core", "get_device", "seed", "setup", *_SUBMODULES]
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -37,6 +37,9 @@ __all__ = [
     "as_nonnegative",
     "as_bool",
     "as_seed",
+    "seed",
+    "seed_offset",
+    "SEED_ENV",
     "as_choice",
     "as_callable",
     "as_str",
@@ -122,6 +125,33 @@ def make_generator(seed: int, device: str | torch.device | None = None) -> torch
     return gen
 
 
+SEED_ENV = "LEARNDYN_SEED"
+
+
+def seed_offset() -> int:
+    """The book's one seed knob: the integer in $LEARNDYN_SEED (default 0), added to every seed a chapter uses."""
+    raw = os.environ.get(SEED_ENV, "").strip()
+    if not raw:
+        return 0
+    try:
+        value = int(raw)
+    except ValueError as err:
+        raise ValueError(f"{SEED_ENV} must be a non-negative integer; got {raw!r}") from err
+    if value < 0:
+        raise ValueError(f"{SEED_ENV} must be a non-negative integer; got {raw!r}")
+    return value
+
+
+def seed(base: int = 0) -> int:
+    """The seed a chapter uses for its draw number `base`: base + $LEARNDYN_SEED.
+
+    Every random draw of a chapter goes through this function (``rng = np.random.default_rng(ld.seed(3))``,
+    ``small_init(..., seed=ld.seed(0))``), so ``LEARNDYN_SEED=k`` re-runs the whole chapter on fresh draws with its
+    text and tolerances unchanged; at the default 0 the chapter's seeds are the literal ones.
+    """
+    return as_seed("seed", as_seed("base", base) + seed_offset())
+
+
 def setup(chapter: str, seed: int = 0, threads: int | None = None, flush_denormal: bool = False) -> torch.device:
     """One call at the top of every chapter: threads, seeds, figure style, and the chapter name for the checks.
 
@@ -131,6 +161,7 @@ def setup(chapter: str, seed: int = 0, threads: int | None = None, flush_denorma
     flush_denormal: opt in to `torch.set_flush_denormal(True)`, which sets the CPU's flush-to-zero flags for the
     *whole process* (numpy included: afterwards 1e-310 * 1.0 == 0.0). Off by default; no chapter needs it.
     Returns the device the chapter's simulators will use (CUDA when present). Theory checks stay in float64.
+    torch's global generator is seeded with `seed(seed)`, so it follows the $LEARNDYN_SEED knob too.
     """
     from . import checks, plotting  # local import: plotting pulls in matplotlib
 
@@ -138,7 +169,7 @@ def setup(chapter: str, seed: int = 0, threads: int | None = None, flush_denorma
     seed = as_seed("seed", seed)
     flush_denormal = as_bool("flush_denormal", flush_denormal)
     set_threads(threads)
-    torch.manual_seed(seed)
+    torch.manual_seed(seed + seed_offset())
     if flush_denormal:
         torch.set_flush_denormal(True)
     plotting.set_style()

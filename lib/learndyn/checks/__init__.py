@@ -15,8 +15,29 @@ Every check has a kind:
   ``1 - measured/bound``, is recorded.
 * ``"sanity"`` -- bookkeeping: identities, round-off, shapes. Recorded, never counted as evidence.
 
+Resolution only asks whether the check would notice its printed number being wrong. Three more instruments ask
+whether it would notice the errors derivations actually make:
+
+* ``rivals={"null: no effect": 0.0, "naive formula": w_naive}`` -- the predictions the claim rules out (the null
+  effect, the naive formula the derivation improves on, the neighbouring theory). The check applies its own
+  acceptance test to each; a rival that passes too makes the check **fail** (it discriminates nothing), unless it
+  is declared ``Rival(value, indistinguishable="derived reason")``. A rival's **margin** is the factor by which
+  the tolerance would have to grow for it to pass. Name the null rival ``"null..."``: the audit flags a claim whose
+  tolerance accepts it. A rival may be a callable of no arguments (evaluated once).
+* ``predict=f, constants={"5/12": 5 / 12, "kappa_c": kc}`` -- the prediction as a formula ``f(c)`` of its derived
+  constants (a coefficient, a threshold, a phase boundary, an exponent; ``c`` is a dict). For each constant the
+  check records the smallest relative change of that constant alone, with either sign (the worse is recorded),
+  that makes it fail, without re-running the simulation; ``constant_why={"kappa_c": "..."}`` gives the derived
+  reason where that is worse than 1 %. A boundary is a constant too: measure the outcome at fixed points on both
+  sides of it and predict the outcome from the boundary (``predict=lambda c: x > c["phi_crit"]``).
+* ``$LEARNDYN_SEED`` -- every seed of a chapter goes through `learndyn.seed`, so ``LEARNDYN_SEED=k`` re-runs the
+  chapter on fresh draws; records then go to ``_build/checks/seed-k/`` and each record says its seed. With
+  ``LEARNDYN_CHECKS_KEEP_GOING=1`` a failed check is printed and recorded without raising (``python -m
+  learndyn.checks robust`` uses it to count the passes of every claim over several seeds).
+
     check_close("OLS risk, Gaussian design", mc_mean, theory, atol=3 * stderr,
-                why="3 standard errors of the Monte Carlo mean", against="Monte Carlo, 20 000 draws")
+                why="3 standard errors of the Monte Carlo mean", against="Monte Carlo, 20 000 draws",
+                rivals={"null: no noise": 0.0, "naive d/n": sigma**2 * d / n})
 """
 
 from __future__ import annotations
@@ -27,16 +48,22 @@ import math
 import os
 import re
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..core import seed_offset
+
 __all__ = ["check_close", "check_between", "check_less", "start_chapter", "records_path", "KINDS",
-           "STANDARD", "close_resolution", "window_resolution"]
+           "STANDARD", "close_resolution", "window_resolution", "constant_resolution", "Rival", "KEEP_GOING_ENV"]
 
 KINDS = ("claim", "bound", "sanity")
 STANDARD = 0.01  # a claim must resolve a 1 % error in its prediction (or say why it cannot)
+KEEP_GOING_ENV = "LEARNDYN_CHECKS_KEEP_GOING"
+CIRCULAR_RATIOS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 10.0)  # tolerance = k x the measured error: built from it
 _state: dict[str, Any] = {"chapter": None, "anchors": {}}
 
 
@@ -57,62 +84,111 @@ def records_path() -> Path | None:
     env = os.environ.get("LEARNDYN_CHECKS_DIR")
     if env:
         return Path(env) / f"{chapter}.json"
+    offset = seed_offset()
     for folder in [Path.cwd(), *Path.cwd().parents]:
         if (folder / "_toc.yml").is_file() and (folder / "_config.yml").is_file():
-            return folder / "_build" / "checks" / f"{chapter}.json"
+            base = folder / "_build" / "checks"
+            return (base / f"seed-{offset}" if offset else base) / f"{chapter}.json"
     return None
 
 
+@dataclass(frozen=True)
+class Rival:
+    """A rival prediction that a check cannot tell from its own, with the derived reason (`indistinguishable`)."""
+
+    value: Any
+    indistinguishable: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.indistinguishable, str) or not self.indistinguishable.strip():
+            raise ValueError("Rival(value, indistinguishable=...) needs the derived reason why the check cannot "
+                             "tell this rival from the prediction")
+
+
 # --- the three checks -------------------------------------------------------------------------------------------
-def check_close(name: str, measured: Any, expected: Any, rtol: float = 0.0, atol: float = 0.0,
+def check_close(name: str, measured: Any, expected: Any = None, rtol: float = 0.0, atol: float = 0.0,
                 why: str = "", source: str = "", *, kind: str = "claim", against: str = "",
-                resolution_why: str = "") -> None:
+                resolution_why: str = "", rivals: Mapping[str, Any] | None = None,
+                predict: Callable[[dict[str, float]], Any] | None = None,
+                constants: Mapping[str, float] | None = None, constant_why: Mapping[str, str] | None = None) -> None:
     """Assert |measured - expected| <= atol + rtol |expected| elementwise; print and record the outcome.
 
     `why` says where the tolerance comes from (required); `source` names a paper's figure or table when the
-    expected number is taken from one; `kind`, `against` and `resolution_why` as in the module docstring.
+    expected number is taken from one; `kind`, `against`, `resolution_why`, `rivals`, `predict`, `constants` and
+    `constant_why` as in the module docstring (with `predict=`, `expected` may be omitted: it is `predict(constants)`).
+    A rival r is judged by the same rule, |measured - r| <= atol + rtol |r|.
     """
     _validate(name, why, kind, against, resolution_why)
     rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
-    m, e = _as_array("measured", measured), _as_array("expected", expected, allow_nan=False)
+    m = _as_array("measured", measured)
+    e = _prediction(name, expected, predict, constants)
     _pairwise(m, e)
+    finite = bool(np.all(np.isfinite(m)))
+
+    def accepts(p: np.ndarray) -> bool:
+        return finite and bool(np.all(np.abs(m - p) <= atol + rtol * np.abs(p)))
+
+    def widening(p: np.ndarray) -> float:
+        return _ratio(np.abs(m - p), atol + rtol * np.abs(p))
+
     diff = np.abs(m - e)
-    ok = bool(np.all(np.isfinite(m)) and np.all(diff <= atol + rtol * np.abs(e)))
-    worst = float(np.max(diff)) if np.all(np.isfinite(m)) else float("nan")
+    ok = accepts(e)
+    worst = float(np.max(diff)) if finite else float("nan")
     tol_text = _tol_text(rtol, atol)
     if m.size == 1 and e.size == 1:
         detail = f"measured {_fmt(m.item())}, expected {_fmt(e.item())}, |diff| {_fmt(worst)}, tolerance {tol_text}"
     else:
         detail = f"max |diff| {_fmt(worst)} over {max(m.size, e.size)} values, tolerance {tol_text}"
     resolution = close_resolution(m, e, rtol, atol) if kind == "claim" and ok else None
+    circular = _circular(diff, atol + rtol * np.abs(e)) if kind == "claim" and ok else None
     _report(name, ok, detail, why, source, kind=kind, against=against, resolution_why=resolution_why,
             resolution=resolution, slack=None, check="close", measured=m, expected=e,
-            tolerance={"rtol": rtol, "atol": atol}, error=worst)
+            tolerance={"rtol": rtol, "atol": atol}, error=worst, accepts=accepts, widening=widening,
+            rivals=rivals, predict=predict, constants=constants, constant_why=constant_why, circular=circular)
 
 
 def check_between(name: str, measured: Any, low: float, high: float, why: str = "", source: str = "", *,
                   expected: Any = None, kind: str | None = None, against: str = "",
-                  resolution_why: str = "") -> None:
+                  resolution_why: str = "", rivals: Mapping[str, Any] | None = None,
+                  predict: Callable[[dict[str, float]], Any] | None = None,
+                  constants: Mapping[str, float] | None = None,
+                  constant_why: Mapping[str, str] | None = None) -> None:
     """Assert low <= measured <= high (every entry); print and record the outcome.
 
-    With `expected=` (the prediction the window is built around) the check is a claim by default, and its
-    resolution is the smallest relative change of the prediction, moving the window with it, that fails.
-    Without it the window is a bound (its slack to each end is recorded) or a sanity check.
+    With `expected=` (the prediction the window is built around; or `predict=` and `constants=`) the check is a
+    claim by default, and its resolution is the smallest relative change of the prediction, moving the window
+    with it, that fails. Without it the window is a bound (its slack to each end is recorded) or a sanity check.
+    A rival r (or a changed constant) moves the window by r - expected, as a wrong prediction would.
     """
-    kind = kind if kind is not None else ("claim" if expected is not None else "bound")
+    has_prediction = expected is not None or predict is not None
+    kind = kind if kind is not None else ("claim" if has_prediction else "bound")
     _validate(name, why, kind, against, resolution_why)
     low, high = _tolerance("low", low, signed=True), _tolerance("high", high, signed=True)
     if not low <= high:
         raise ValueError(f"low must not exceed high; got [{low}, {high}]")
     m = _as_array("measured", measured)
     e = None
-    if expected is not None:
-        e = _as_array("expected", expected, allow_nan=False)
+    if has_prediction:
+        e = _prediction(name, expected, predict, constants)
         _pairwise(m, e)
     elif kind == "claim":
         raise ValueError(f"check {name!r}: a claim needs its prediction: pass expected=, or kind='bound' for a "
                          "window without a point prediction")
+    elif rivals or constants:
+        raise ValueError(f"check {name!r}: rivals= and constants= need a prediction (expected= or predict=)")
     finite = bool(np.all(np.isfinite(m)))
+
+    def accepts(p: np.ndarray) -> bool:
+        shift = p - e
+        return finite and bool(np.all((m >= low + shift) & (m <= high + shift)))
+
+    def widening(p: np.ndarray) -> float:
+        below = np.maximum(e - low, 0.0)
+        above = np.maximum(high - e, 0.0)
+        need = np.where(m < p, p - m, m - p)
+        room = np.where(m < p, below, above)
+        return _ratio(need, room)
+
     ok = finite and bool(np.all((m >= low) & (m <= high)))
     shown = _fmt(m.item()) if m.size == 1 else f"[{_fmt(m.min())}, {_fmt(m.max())}] ({m.size} values)"
     detail = f"measured {shown}, allowed [{_fmt(low)}, {_fmt(high)}]"
@@ -124,7 +200,9 @@ def check_between(name: str, measured: Any, low: float, high: float, why: str = 
     slack = _window_slack(m, low, high) if kind == "bound" and ok else None
     _report(name, ok, detail, why, source, kind=kind, against=against, resolution_why=resolution_why,
             resolution=resolution, slack=slack, check="between", measured=m, expected=e,
-            tolerance={"low": low, "high": high}, error=error)
+            tolerance={"low": low, "high": high}, error=error, accepts=accepts if e is not None else None,
+            widening=widening, rivals=rivals, predict=predict, constants=constants, constant_why=constant_why,
+            circular=None)
 
 
 def check_less(name: str, measured: Any, bound: Any, why: str = "", source: str = "", *, kind: str = "bound",
@@ -149,6 +227,139 @@ def check_less(name: str, measured: Any, bound: Any, why: str = "", source: str 
         detail = f"{max(m.size, b.size)} values, smallest bound - measured {_fmt(float(np.min(gap)))} (must be >= 0)"
     _report(name, ok, detail, why, source, kind=kind, against=against, resolution_why="", resolution=None,
             slack=slack, check="less", measured=m, expected=None, tolerance={"bound": b}, error=None)
+
+
+# --- rivals and derived constants -------------------------------------------------------------------------------
+_DELTAS = np.geomspace(1e-5, 10.0, 97)  # relative changes tried for a constant, then refined by bisection
+
+
+def _prediction(name: str, expected: Any, predict: Callable[[dict[str, float]], Any] | None,
+                constants: Mapping[str, float] | None) -> np.ndarray:
+    """The prediction as an array: `expected`, or `predict(constants)` (which must agree with `expected`)."""
+    if predict is None:
+        if constants:
+            raise ValueError(f"check {name!r}: constants= need predict=, the formula of the prediction in them")
+        if expected is None:
+            raise ValueError(f"check {name!r}: pass the prediction, expected= (or predict= with constants=)")
+        return _as_array("expected", expected, allow_nan=False)
+    if not callable(predict):
+        raise TypeError(f"check {name!r}: predict must be a function of the constants dict; got "
+                        f"{type(predict).__name__}")
+    if not isinstance(constants, Mapping) or not constants:
+        raise ValueError(f"check {name!r}: predict= needs constants=, a non-empty dict of the derived constants "
+                         "it is a formula in")
+    for key, value in constants.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"check {name!r}: constants must be named by non-empty strings; got {key!r}")
+        _tolerance(f"constant {key!r}", value, signed=True)
+        if math.isinf(float(value)):
+            raise ValueError(f"check {name!r}: constant {key!r} must be finite; got {value}")
+    e = _as_array("predict(constants)", predict(dict(constants)), allow_nan=False)
+    if expected is not None:
+        given = _as_array("expected", expected, allow_nan=False)
+        if given.shape != e.shape or not np.allclose(given, e, rtol=1e-12, atol=0.0):
+            raise ValueError(f"check {name!r}: expected= and predict(constants) disagree; pass one of them")
+    return e
+
+
+def _ratio(need: np.ndarray, room: np.ndarray) -> float:
+    """max over elements of need/room, with 0/0 = 0 and x/0 = inf: how much a tolerance must grow to accept."""
+    need, room = np.broadcast_arrays(np.asarray(need, dtype=float), np.asarray(room, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(room > 0, need / room, np.where(need > 0, np.inf, 0.0))
+    r = np.where(np.isnan(r), np.inf, r)
+    return float(np.max(r))
+
+
+def _circular(diff: np.ndarray, tol: np.ndarray) -> str | None:
+    """A tolerance that is a round multiple of the measured error was built from it: say so (else None)."""
+    diff, tol = np.broadcast_arrays(diff, tol)
+    i = int(np.argmax(diff))
+    if diff.flat[i] <= 0 or not np.all(np.isfinite(tol)):
+        return None
+    ratio = float(tol.flat[i] / diff.flat[i])
+    for k in CIRCULAR_RATIOS:
+        if abs(ratio - k) <= 8 * np.finfo(float).eps * k:  # k * error, up to the rounding of that product
+            return f"the tolerance is {k:g} x the measured error"
+    return None
+
+
+def _rival_rows(name: str, rivals: Mapping[str, Any] | None, m: np.ndarray,
+                accepts: Callable[[np.ndarray], bool], widening: Callable[[np.ndarray], float]) -> list[dict[str, Any]]:
+    if rivals is None:
+        return []
+    if not isinstance(rivals, Mapping):
+        raise TypeError(f"check {name!r}: rivals must be a dict of name -> prediction; got {type(rivals).__name__}")
+    rows = []
+    for label, value in rivals.items():
+        if not isinstance(label, str) or not label.strip():
+            raise TypeError(f"check {name!r}: rivals must be named by non-empty strings; got {label!r}")
+        why = ""
+        if isinstance(value, Rival):
+            value, why = value.value, value.indistinguishable
+        if callable(value):
+            value = value()
+        r = _as_array(f"rival {label!r}", value, allow_nan=False)
+        _pairwise(m, r)
+        passes = accepts(r)
+        rows.append({"name": label, "rejected": not passes, "margin": widening(r), "indistinguishable": why})
+    return rows
+
+
+def constant_resolution(accepts: Callable[[np.ndarray], bool], predict: Callable[[dict[str, float]], Any],
+                        constants: Mapping[str, float], key: str) -> float:
+    """The smallest relative change of `constants[key]` alone, tried with both signs, that the check rejects.
+
+    The constant c becomes c (1 + s delta), s = +-1; delta runs over a geometric grid from 1e-5 to 10, and the
+    first rejected delta is refined by bisection against the last accepted one. A prediction that cannot be
+    evaluated (an exception, NaN) counts as rejected. The worse sign is returned; inf when no change up to 10x
+    (or none at all, for a constant equal to 0) is rejected.
+    """
+    base = float(constants[key])
+    if base == 0.0:
+        return math.inf
+
+    def rejected(delta: float, s: float) -> bool:
+        trial = dict(constants)
+        trial[key] = base * (1.0 + s * delta)
+        try:
+            with np.errstate(all="ignore"):
+                p = np.asarray(predict(trial), dtype=float)
+        except (ArithmeticError, ValueError):
+            return True
+        return bool(np.any(np.isnan(p))) or not accepts(p)
+
+    worst = 0.0
+    for s in (1.0, -1.0):
+        first, last_ok = math.inf, 0.0
+        for delta in _DELTAS:
+            if rejected(float(delta), s):
+                lo, hi = last_ok, float(delta)
+                for _ in range(40):
+                    mid = 0.5 * (lo + hi)
+                    lo, hi = (lo, mid) if rejected(mid, s) else (mid, hi)
+                first = hi
+                break
+            last_ok = float(delta)
+        worst = max(worst, first)
+    return worst
+
+
+def _constant_rows(name: str, predict: Callable[[dict[str, float]], Any] | None,
+                   constants: Mapping[str, float] | None, constant_why: Mapping[str, str] | None,
+                   accepts: Callable[[np.ndarray], bool] | None, ok: bool) -> list[dict[str, Any]]:
+    if constant_why is not None:
+        if not isinstance(constant_why, Mapping) or not all(isinstance(v, str) for v in constant_why.values()):
+            raise TypeError(f"check {name!r}: constant_why must be a dict of constant name -> reason")
+        unknown = set(constant_why) - set(constants or {})
+        if unknown:
+            raise ValueError(f"check {name!r}: constant_why names constants not in constants=: {sorted(unknown)}")
+    if predict is None or not constants:
+        return []
+    why = dict(constant_why or {})
+    return [{"name": key, "value": float(value), "why": why.get(key, ""),
+             "resolution": constant_resolution(accepts, predict, constants, key) if ok and accepts else None}
+            for key, value in constants.items()]
 
 
 # --- resolution and slack, exactly from the recorded numbers -----------------------------------------------------
@@ -348,9 +559,24 @@ def _anchor(name: str) -> str:
 
 def _report(name: str, ok: bool, detail: str, why: str, source: str, *, kind: str, against: str,
             resolution_why: str, resolution: float | None, slack: Any, check: str, measured: np.ndarray,
-            expected: np.ndarray | None, tolerance: dict[str, Any], error: float | None) -> None:
+            expected: np.ndarray | None, tolerance: dict[str, Any], error: float | None,
+            accepts: Callable[[np.ndarray], bool] | None = None, widening: Callable[[np.ndarray], float] | None = None,
+            rivals: Mapping[str, Any] | None = None, predict: Callable[[dict[str, float]], Any] | None = None,
+            constants: Mapping[str, float] | None = None, constant_why: Mapping[str, str] | None = None,
+            circular: str | None = None) -> None:
+    if (rivals or constants) and kind != "claim":
+        raise ValueError(f"check {name!r}: rivals= and constants= belong to a claim; this check is a {kind}")
+    rival_rows = _rival_rows(name, rivals, measured, accepts, widening) if rivals and accepts else []
+    constant_rows = _constant_rows(name, predict, constants, constant_why, accepts, ok)
+    passing = [r["name"] for r in rival_rows if not r["rejected"] and not r["indistinguishable"]]
+    if passing:
+        ok = False
+        resolution = None
+        detail += f"; rival(s) {', '.join(map(repr, passing))} pass(es) too"
     power = kind_line(kind, against, resolution, resolution_why, slack)
-    line = f"{'PASS' if ok else 'FAIL'}  {name}\n      {detail}\n      tolerance: {why}\n      {power}"
+    line = f"{'PASS' if ok else 'FAIL'}  {name}\n      {detail}\n      tolerance: {why}"
+    extra = _rivals_line(rival_rows) + _constants_line(constant_rows)
+    line += "".join(f"\n      {x}" for x in extra) + f"\n      {power}"
     chapter = _state["chapter"]
     first = name not in _state["anchors"].values()
     anchor = _anchor(name)
@@ -360,11 +586,36 @@ def _report(name: str, ok: bool, detail: str, why: str, source: str, *, kind: st
         "measured": _summary(measured), "expected": _summary(expected),
         "tolerance": {k: _summary(np.asarray(v, dtype=float)) for k, v in tolerance.items()}, "error": error,
         "kind": kind, "against": against, "resolution": resolution, "resolution_why": resolution_why,
-        "slack": slack, "check": check, "anchor": anchor,
+        "slack": slack, "check": check, "anchor": anchor, "rivals": rival_rows, "constants": constant_rows,
+        "circular": circular, "seed": seed_offset(),
     }
     _record(record)
-    if not ok:
+    if not ok and os.environ.get(KEEP_GOING_ENV, "") not in ("1", "true", "yes"):
         raise AssertionError(line)
+
+
+def _rivals_line(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    parts = []
+    for r in rows:
+        if r["indistinguishable"]:
+            parts.append(f"{r['name']} (indistinguishable: {r['indistinguishable']})")
+        elif r["rejected"]:
+            parts.append(f"{r['name']} (x{_fmt(r['margin'])} the tolerance)")
+        else:
+            parts.append(f"{r['name']} (PASSES: the claim does not rule it out)")
+    return ["rivals: " + "; ".join(parts)]
+
+
+def _constants_line(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    parts = [f"{r['name']} = {_fmt(r['value'])} resolves "
+             + ("?" if r["resolution"] is None else "nothing up to 10x" if math.isinf(r["resolution"])
+                else _pct(r["resolution"]))
+             + (f" ({r['why']})" if r["why"] and (r["resolution"] or 0) > STANDARD else "") for r in rows]
+    return ["derived constants: " + "; ".join(parts)]
 
 
 def _show(line: str, anchor: str, first: bool, ok: bool) -> None:

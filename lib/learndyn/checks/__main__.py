@@ -1,7 +1,9 @@
-"""python -m learndyn.checks audit [CHAPTER]: the weakest claims and loosest bounds of the recorded chapters."""
+"""python -m learndyn.checks audit [CHAPTER] | robust [CHAPTER ...]: the weak spots, or every chapter at other seeds."""
 
 import sys
 
-from .records import main
+from . import records, robust
 
-sys.exit(main(sys.argv[1:]))
+if sys.argv[1:2] == ["robust"]:
+    sys.exit(robust.main(sys.argv[2:]))
+sys.exit(records.main(sys.argv[1:]))

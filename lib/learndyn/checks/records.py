@@ -44,6 +44,10 @@ class Summary:
     sanity: int
     resolving: int  # claims resolving STANDARD or better
     worst: float | None  # the largest resolution of a claim
+    with_rivals: int = 0  # claims rejecting at least one named rival
+    constants: int = 0  # named derived constants
+    constants_resolved: int = 0  # ... resolving STANDARD or better
+    flagged: int = 0  # claims with a flagged (circular) tolerance
 
     @property
     def total(self) -> int:
@@ -58,12 +62,34 @@ def summarise(records: list[dict[str, Any]]) -> Summary:
     kinds = [r.get("kind") for r in records]
     claims = [r for r in records if r.get("kind") == "claim"]
     res = [r["resolution"] for r in claims if r.get("resolution") is not None]
+    consts = [c for r in claims for c in r.get("constants") or []]
     return Summary(claims=len(claims), bounds=kinds.count("bound"), sanity=kinds.count("sanity"),
-                   resolving=sum(x <= STANDARD for x in res), worst=max(res) if res else None)
+                   resolving=sum(x <= STANDARD for x in res), worst=max(res) if res else None,
+                   with_rivals=sum(bool(rejected_rivals(r)) for r in claims), constants=len(consts),
+                   constants_resolved=sum(c.get("resolution") is not None and c["resolution"] <= STANDARD
+                                          for c in consts),
+                   flagged=sum(bool(flags(r)) for r in claims))
 
 
-def violations(chapter: str, records: list[dict[str, Any]], held: bool) -> list[str]:
-    """What keeps a chapter's records from the standard; `held` adds the per-claim and 90 % rules."""
+def rejected_rivals(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The named rivals a claim rejects (declared-indistinguishable ones do not count)."""
+    return [v for v in record.get("rivals") or [] if v.get("rejected") and not v.get("indistinguishable")]
+
+
+def flags(record: dict[str, Any]) -> list[str]:
+    """Why a claim's tolerance looks circular: built from its measured error, or wide enough for the null rival."""
+    out = []
+    if record.get("circular"):
+        out.append(f"{record['circular']} (a tolerance must not be computed from the measurement it judges)")
+    for v in record.get("rivals") or []:
+        if v["name"].lower().startswith("null") and (v.get("indistinguishable") or not v.get("rejected")):
+            out.append(f"its tolerance accepts the null rival {v['name']!r}")
+    return out
+
+
+def violations(chapter: str, records: list[dict[str, Any]], held: bool, power: bool = True) -> list[str]:
+    """What keeps a chapter's records from the standard; `held` adds the per-claim and 90 % rules, and with
+    `power` the check-power rules (`claim_power_problems`)."""
     out = []
     for r in records:
         kind = r.get("kind")
@@ -76,11 +102,29 @@ def violations(chapter: str, records: list[dict[str, Any]], held: bool) -> list[
         elif held and kind == "claim" and r["resolution"] > STANDARD and not r.get("resolution_why", "").strip():
             out.append(f"{chapter}: claim {r['name']!r} resolves {100 * r['resolution']:.3g} % and gives no "
                        "resolution_why")
+        if held and power and kind == "claim":
+            out += [f"{chapter}: claim {r['name']!r}: {p}" for p in claim_power_problems(r)]
     s = summarise(records)
     if s.total and s.sanity > s.total / 4:
         out.append(f"{chapter}: {s.sanity} of {s.total} checks are sanity checks (at most a quarter)")
     if held and s.claims and s.share < 0.9:
         out.append(f"{chapter}: only {s.resolving} of {s.claims} claims ({100 * s.share:.0f} %) resolve 1 %")
+    return out
+
+
+def claim_power_problems(record: dict[str, Any]) -> list[str]:
+    """The check-power rules for one claim: a rejected named rival, resolved constants, no circular tolerance."""
+    out = []
+    if not rejected_rivals(record):
+        out.append("names no rival that it rejects (rivals=: the null effect, the naive formula, the neighbouring "
+                   "theory)")
+    for c in record.get("constants") or []:
+        res = c.get("resolution")
+        if res is None:
+            out.append(f"derived constant {c['name']!r} has no resolution")
+        elif res > STANDARD and not str(c.get("why", "")).strip():
+            out.append(f"derived constant {c['name']!r} resolves {_pct(res)} and gives no constant_why")
+    out += flags(record)
     return out
 
 
@@ -91,7 +135,9 @@ def audit(records: dict[str, list[dict[str, Any]]]) -> str:
         s = summarise(rows)
         worst = "—" if s.worst is None else _pct(s.worst)
         lines += [f"== {chapter}: {s.claims} claims, {s.bounds} bounds, {s.sanity} sanity; "
-                  f"{s.resolving}/{s.claims} claims resolve 1 %; worst {worst}"]
+                  f"{s.resolving}/{s.claims} claims resolve 1 %; worst {worst}; {s.with_rivals}/{s.claims} "
+                  f"reject a named rival; {s.constants_resolved}/{s.constants} derived constants resolve 1 %; "
+                  f"{s.flagged} flagged tolerances"]
         claims = sorted((r for r in rows if r.get("kind") == "claim"),
                         key=lambda r: -(r["resolution"] if r.get("resolution") is not None else math.inf))
         lines += ["  claims by resolution (worst first):"]
@@ -107,6 +153,10 @@ def audit(records: dict[str, list[dict[str, Any]]]) -> str:
         unkinded = [r["name"] for r in rows if r.get("kind") not in KINDS]
         if unkinded:
             lines += ["  checks without a kind:"] + [f"    {n}" for n in unkinded]
+        problems = [(r["name"], p) for r in rows if r.get("kind") == "claim" for p in claim_power_problems(r)]
+        if problems:
+            lines += ["  check-power exceptions (rivals, derived constants, circular tolerances):"]
+            lines += [f"    {n}: {p}" for n, p in problems]
     return "\n".join(lines)
 
 
