@@ -242,3 +242,166 @@ def test_in_a_kernel_a_check_shows_one_line_with_details_folded_and_links_its_re
                             "&lt;claim&gt; &mdash; claim against sim; resolves 0.1 %</summary>")
     assert 'href="../reproduction.html#check-03-demo-a-claim"' in first and shown[0]["text/plain"].startswith("PASS")
     assert ' id="' not in again and 'href="../reproduction.html#check-03-demo-a-claim"' in again  # ids stay unique
+
+
+# --- check power: rivals, derived constants, circular tolerances, seeds --------------------------------------------
+def _rows(tmp_path, chapter="09_power"):
+    from learndyn.checks import records
+
+    return {r["name"]: r for r in records.load(tmp_path)[chapter]}
+
+
+def test_a_rival_that_passes_fails_the_claim_unless_declared_indistinguishable(tmp_path, monkeypatch):
+    monkeypatch.setenv("LEARNDYN_CHECKS_DIR", str(tmp_path))
+    checks.start_chapter("09_power")
+    checks.check_close("rejects", 1.0, 1.0, atol=0.01, why="w", against="sim",
+                       rivals={"null: zero": 0.0, "naive": lambda: 1.05})
+    with pytest.raises(AssertionError, match="'naive' pass"):
+        checks.check_close("accepts naive", 1.0, 1.0, atol=0.1, why="w", against="sim", rivals={"naive": 1.05})
+    checks.check_close("declared", 1.0, 1.0, atol=0.1, why="w", against="sim",
+                       rivals={"null": 0.0, "naive": checks.Rival(1.05, indistinguishable="O(eta^2) apart")})
+    with pytest.raises(AssertionError, match="pass"):  # a window is moved with its rival
+        checks.check_between("window", 1.0, 0.9, 1.1, expected=1.0, why="w", against="sim", rivals={"r": 1.05})
+    rows = _rows(tmp_path)
+    rej = rows["rejects"]["rivals"]
+    assert [v["rejected"] for v in rej] == [True, True]
+    assert rej[0]["margin"] == pytest.approx(100.0) and rej[1]["margin"] == pytest.approx(5.0)
+    assert rows["accepts naive"]["passed"] is False and rows["accepts naive"]["resolution"] is None
+    assert rows["declared"]["passed"] and rows["declared"]["rivals"][1]["indistinguishable"]
+    with pytest.raises(ValueError, match="indistinguishable"):
+        checks.Rival(1.0, indistinguishable=" ")
+    with pytest.raises(TypeError, match="rivals must be a dict"):
+        checks.check_close("bad", 1.0, 1.0, atol=0.1, why="w", against="sim", rivals=[0.0])
+    with pytest.raises(ValueError, match="belong to a claim"):
+        checks.check_close("bad", 1.0, 1.0, atol=0.1, why="w", kind="sanity", rivals={"r": 0.0})
+    with pytest.raises(ValueError, match="do not broadcast"):
+        checks.check_close("bad", np.ones(3), 1.0, atol=0.1, why="w", against="sim", rivals={"r": np.ones(2)})
+
+
+def _brute_constant_resolution(accepts, predict, constants, key):
+    deltas = np.linspace(0, 0.2, 20_001)[1:]
+    worst = 0.0
+    for s in (1, -1):
+        bad = [d for d in deltas if not accepts(np.asarray(predict({**constants, key: constants[key] * (1 + s * d)})))]
+        worst = max(worst, bad[0] if bad else np.inf)
+    return worst
+
+
+def test_constant_resolution_matches_brute_force():
+    from learndyn.checks import constant_resolution
+
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        a, b = rng.uniform(0.5, 2, 2)
+        m = a * 3.0 + b ** 2 + rng.normal(0, 0.01)
+        tol = rng.uniform(0.02, 0.2)
+
+        def accepts(p, m=m, tol=tol):
+            return bool(np.all(np.abs(m - p) <= tol))
+
+        def predict(c):
+            return c["a"] * 3.0 + c["b"] ** 2
+
+        for key in ("a", "b"):
+            exact = constant_resolution(accepts, predict, {"a": a, "b": b}, key)
+            assert exact == pytest.approx(_brute_constant_resolution(accepts, predict, {"a": a, "b": b}, key),
+                                          abs=1e-5)
+
+
+def test_derived_constants_are_recorded_and_held_to_the_standard(tmp_path, monkeypatch):
+    from learndyn.checks import records
+
+    monkeypatch.setenv("LEARNDYN_CHECKS_DIR", str(tmp_path))
+    checks.start_chapter("09_power")
+    x = 2.0 * np.array([0.995, 1.005])  # fixed points on both sides of a threshold kappa_c = 2
+    checks.check_close("boundary", [0.0, 1.0], predict=lambda c: (x > c["kappa_c"]).astype(float),
+                       constants={"kappa_c": 2.0}, atol=0.5, why="an outcome", against="sim",
+                       resolution_why="an outcome: its power is the threshold's", rivals={"null: all": [1.0, 1.0]})
+    checks.check_close("coefficient", 5 / 12 + 1e-4, predict=lambda c: c["5/12"] * 1.0, constants={"5/12": 5 / 12},
+                       atol=3e-4, why="w", against="sim", rivals={"null": 0.0})
+    checks.check_between("weak constant", 1.0, 0.9, 1.1, predict=lambda c: c["k"], constants={"k": 1.0}, why="w",
+                         against="sim", rivals={"null": 0.0}, resolution_why="a 10 % window")
+    rows = _rows(tmp_path)
+    assert rows["boundary"]["constants"][0]["resolution"] == pytest.approx(0.005, rel=1e-6)
+    assert rows["coefficient"]["constants"][0]["resolution"] == pytest.approx(4e-4 / (5 / 12), rel=1e-4)
+    problems = records.violations("09_power", list(rows.values()), held=True)
+    assert any("'k' resolves 10 %" in p and "constant_why" in p for p in problems)
+    assert not [p for p in problems if "'boundary'" in p or "'coefficient'" in p]
+    with pytest.raises(ValueError, match="disagree"):
+        checks.check_close("bad", 1.0, 2.0, predict=lambda c: c["a"], constants={"a": 1.0}, atol=1, why="w",
+                           against="sim")
+    with pytest.raises(ValueError, match="constants="):
+        checks.check_close("bad", 1.0, predict=lambda c: 1.0, atol=1, why="w", against="sim")
+    with pytest.raises(ValueError, match="not in constants"):
+        checks.check_close("bad", 1.0, predict=lambda c: c["a"], constants={"a": 1.0}, constant_why={"b": "x"},
+                           atol=1, why="w", against="sim")
+    with pytest.raises(ValueError, match="must be finite"):
+        checks.check_close("bad", 1.0, predict=lambda c: 1.0, constants={"a": np.inf}, atol=1, why="w",
+                           against="sim")
+
+
+def test_circular_tolerances_and_missing_rivals_are_flagged(tmp_path, monkeypatch):
+    from learndyn.checks import records
+
+    monkeypatch.setenv("LEARNDYN_CHECKS_DIR", str(tmp_path))
+    checks.start_chapter("09_power")
+    measured, theory = 1.0 + np.pi * 1e-3, 1.0
+    checks.check_close("circular", measured, theory, atol=2 * abs(measured - theory), why="w", against="sim",
+                       rivals={"naive": 1.5})
+    checks.check_close("null accepted", 1.0, 1.0, atol=0.2, why="w", against="sim",
+                       rivals={"null": checks.Rival(0.9, "too close"), "naive": 2.0})
+    checks.check_close("no rival", 1.0, 1.0, atol=1e-3, why="w", against="sim")
+    checks.check_close("fine", measured, theory, atol=1e-2, why="w", against="sim", rivals={"naive": 1.5})
+    rows = _rows(tmp_path)
+    assert rows["circular"]["circular"] == "the tolerance is 2 x the measured error"
+    assert rows["fine"]["circular"] is None
+    got = {n: records.claim_power_problems(r) for n, r in rows.items()}
+    assert any("measured error" in p for p in got["circular"])
+    assert any("null rival" in p for p in got["null accepted"])
+    assert any("names no rival" in p for p in got["no rival"])
+    assert got["fine"] == []
+    s = records.summarise(list(rows.values()))
+    assert (s.with_rivals, s.flagged) == (3, 2)
+    assert "check-power exceptions" in records.audit({"09_power": list(rows.values())})
+
+
+def test_seed_knob_moves_every_draw_and_the_records(tmp_path, monkeypatch):
+    import learndyn as ld
+
+    monkeypatch.delenv("LEARNDYN_SEED", raising=False)
+    assert ld.seed(3) == 3 and ld.core.seed_offset() == 0
+    monkeypatch.setenv("LEARNDYN_SEED", "4")
+    assert ld.seed(3) == 7 and ld.seed() == 4
+    for bad in ("-1", "x", "1.5"):
+        monkeypatch.setenv("LEARNDYN_SEED", bad)
+        with pytest.raises(ValueError, match="LEARNDYN_SEED"):
+            ld.seed(0)
+    monkeypatch.setenv("LEARNDYN_SEED", "2")
+    with pytest.raises(TypeError, match="base"):
+        ld.seed(1.0)
+    (tmp_path / "_toc.yml").write_text("root: intro\n")
+    (tmp_path / "_config.yml").write_text("title: t\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LEARNDYN_CHECKS_DIR", raising=False)
+    checks.start_chapter("09_power")
+    assert checks.records_path() == tmp_path / "_build" / "checks" / "seed-2" / "09_power.json"
+    monkeypatch.setenv("LEARNDYN_CHECKS_KEEP_GOING", "1")
+    checks.check_close("fails quietly", 1.0, 2.0, atol=0.1, why="w", against="sim", rivals={"null": 0.0})
+    rec = json.loads(checks.records_path().read_text())[0]
+    assert rec["passed"] is False and rec["seed"] == 2
+
+
+def test_robust_summary_counts_each_claim_at_each_seed(tmp_path):
+    from learndyn.checks import robust
+
+    base = tmp_path / "checks"
+    (base / "seed-1").mkdir(parents=True)
+    (base / "seed-2").mkdir()
+    claim = {"kind": "claim", "passed": True}
+    (base / "01_x.json").write_text(json.dumps([{**claim, "name": "a"}, {**claim, "name": "b"},
+                                                {"kind": "bound", "passed": True, "name": "c"}]))
+    (base / "seed-1" / "01_x.json").write_text(json.dumps([{**claim, "name": "a"}, {**claim, "name": "b",
+                                                                                     "passed": False}]))
+    (base / "seed-2" / "01_x.json").write_text(json.dumps([{**claim, "name": "a"}]))
+    out = robust.summarise(["01_x"], [1, 2], base)
+    assert out["chapters"]["01_x"] == {"a": [True, True], "b": [False, None]}
