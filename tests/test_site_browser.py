@@ -518,3 +518,41 @@ def test_figure_text_is_at_least_small_print_at_desktop_width(server, browser, p
                            f"{MIN_FIGURE_TEXT_PX} px at {DESKTOP} px (alt text, px): {small[:5]}")
     finally:
         visit.close()
+
+
+@pytest.mark.parametrize("page", [*CHAPTERS, "benchmarks"])
+def test_figures_keep_their_aspect_ratio_on_a_phone(server, browser, page):
+    """At 390 px every figure is shrunk to the column: its drawn aspect ratio must stay its PNG's (to 1 %), not be
+    squashed by a fixed height beside a shrunk width."""
+    visit = Visit(browser, f"{server}/{page}.html", width=PHONE, height=844, mobile=True)
+    try:
+        imgs = visit.page.evaluate("""() => [...document.querySelectorAll('main img')]
+          .filter((img) => img.naturalWidth > 0 && img.getBoundingClientRect().width > 0)
+          .map((img) => {const r = img.getBoundingClientRect();
+                         return {drawn: r.width / r.height, png: img.naturalWidth / img.naturalHeight,
+                                 alt: (img.alt || '').slice(0, 50)};})""")
+        assert imgs, f"{page} has no figure"
+        bad = [(i["alt"], round(i["drawn"], 3), round(i["png"], 3)) for i in imgs
+               if abs(i["drawn"] / i["png"] - 1) > 0.01]
+        assert not bad, f"{page}: {len(bad)} of {len(imgs)} figures drawn out of shape at {PHONE} px: {bad[:4]}"
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize("page", MATH_PAGES)
+def test_inline_formulas_are_never_clipped_on_a_phone(server, browser, page):
+    """An inline formula wider than the room it has must scroll (the theme's span.math hides overflow, which cut
+    182 formulas off at the right edge of a phone): every inline formula is either whole or scrollable. Solutions
+    are opened first, so their formulas count too."""
+    visit = Visit(browser, f"{server}/{page}.html", width=PHONE, height=844, mobile=True)
+    try:
+        visit.page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+        visit.typeset()
+        clipped = visit.page.evaluate("""() => [...document.querySelectorAll('main span.math')]
+          .filter((s) => !s.closest('div.math') && s.getBoundingClientRect().width > 0)
+          .filter((s) => s.scrollWidth > s.clientWidth + 1)
+          .filter((s) => !['auto', 'scroll'].includes(getComputedStyle(s).overflowX))
+          .map((s) => s.textContent.slice(0, 40))""")
+        assert not clipped, f"{page}: {len(clipped)} inline formulas clipped at {PHONE} px, e.g. {clipped[:4]}"
+    finally:
+        visit.close()

@@ -89,7 +89,8 @@ def _retina_inline() -> None:
 
 
 def retina_png(fig) -> tuple[str, dict] | None:
-    """The figure as a base64 2x PNG and its 1x display size, with the pixel size of the smallest text drawn in
+    """The figure as a base64 2x PNG and its 1x display width (only the width: a height beside it would squash
+    the figure wherever the column is narrower, as on a phone), with the pixel size of the smallest text drawn in
     it stored under `MIN_FONT_KEY` (the sizes of all text the Agg renderer draws, so hidden labels do not count)."""
     import zlib
     from binascii import b2a_base64
@@ -124,8 +125,8 @@ def retina_png(fig) -> tuple[str, dict] | None:
         text = key.encode("latin-1") + b"\0" + value.encode("ascii")
         chunks += len(text).to_bytes(4, "big") + b"tEXt" + text + zlib.crc32(b"tEXt" + text).to_bytes(4, "big")
     data = data[:33] + chunks + data[33:]
-    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-    return b2a_base64(data, newline=False).decode("ascii"), {"width": width // 2, "height": height // 2}
+    width = int.from_bytes(data[16:20], "big")
+    return b2a_base64(data, newline=False).decode("ascii"), {"width": width // 2}
 
 
 def png_text(path: str | Path) -> dict[str, str]:
