@@ -81,10 +81,20 @@ class BookStructure(SphinxPostTransform):
 
     @staticmethod
     def _drop_bibliography_page(files: dict[str, nodes.Element]) -> None:
-        """The website's bibliography page: in LaTeX its references go to the book's own bibliography at the end."""
+        """The website's bibliography page loses its heading in LaTeX, not its references: its citation nodes stay
+        in the document, and Sphinx's BibliographyTransform (a later post-transform) gathers them into the book's
+        bibliography, a chapter of its own at the end, which every citation links to. (Removing the page with its
+        citations left a PDF whose citations pointed at nothing.)"""
         page = files.pop("bibliography", None)
-        if page is not None:
-            page.parent.remove(page)
+        if page is None:
+            return
+        citations = list(page.findall(nodes.citation))
+        for citation in citations:
+            citation.parent.remove(citation)
+        parent, index = page.parent, page.parent.index(page)
+        parent.remove(page)
+        for offset, citation in enumerate(citations):
+            parent.insert(index + offset, citation)
 
     def _about_this_book(self) -> None:
         """The landing page's own content (before the first inlined document) becomes one unnumbered chapter."""

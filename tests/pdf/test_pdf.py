@@ -55,6 +55,20 @@ def test_no_undefined_reference_and_no_raw_markup(text):
         assert raw not in text, f"raw markup {raw!r} in the PDF"
 
 
+def test_every_citation_has_its_entry_in_the_bibliography(text):
+    """Each citation of the book links to an entry of the PDF's bibliography (it once had none: the page with the
+    references was dropped from the LaTeX build, so every "Saxe et al. [2014]" pointed at nothing)."""
+    tex = (ROOT / "_build" / "latex" / "book.tex").read_text(errors="replace")
+    cited = set(re.findall(r"\\sphinxcite\{([^}]+)\}", tex))
+    items = set(re.findall(r"\\bibitem\[[^\]]*\]\{([^}]+)\}", tex))
+    assert cited, "no citation in the LaTeX source"
+    missing = sorted(cited - items)
+    assert not missing, f"{len(missing)} citations without a bibliography entry, e.g. {missing[:3]}"
+    tail = " ".join(text.split()).lower()
+    start = tail.rfind("bibliography")
+    assert start > 0 and "saxe" in tail[start:] and "soudry" in tail[start:], "the bibliography lists the references"
+
+
 def test_latex_log_has_no_undefined_references_or_wide_code():
     log = LOG.read_text(errors="replace")
     assert not re.search(r"Reference .* undefined|Citation .* undefined", log)
