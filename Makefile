@@ -15,7 +15,7 @@ help:
 	@echo "make test   - set up .venv and run the whole suite (sync, lint, unit, notebooks, site build + checks)"
 	@echo "make pdf    - the PDF edition (after make book: same executed notebooks), into $(PDF)"
 	@echo "make student-book - the site without solutions, into _build/student/_build/html"
-	@echo "make sync   - regenerate the chapters/*.ipynb twins from chapters/*.md"
+	@echo "make sync   - regenerate the chapters/*.ipynb twins and the colab/*.ipynb editions from chapters/*.md"
 	@echo "make clean  - remove the build folder (keeps .venv)"
 	@echo "make robust - every chapter at LEARNDYN_SEED=1..5: each claim's pass count, into tests/records/robust.json"
 	@echo "make bench  - install the benchmark peers (bench/requirements.txt) and run every benchmark into bench/results.json"
@@ -46,6 +46,7 @@ pdf: $(STAMP)
 
 sync: $(STAMP)
 	$(BIN)/jupytext --to ipynb --update -q chapters/*.md
+	$(BIN)/python -m learndyn.colab  # the Colab editions, colab/*.ipynb
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests bench scripts

@@ -58,9 +58,22 @@ def colab_url(config, srcdir: str | Path, docname: str) -> str | None:
     book = (options.get("path_to_docs") or "").strip("/")
     book = f"{book}/" if book else ""
     source = Path(srcdir) / docname
+    colab = Path(srcdir) / "colab" / f"{Path(docname).name}.ipynb"  # the Colab edition (learndyn.colab)
+    if docname.startswith("chapters/") and colab.exists():
+        return f"{base}/github/{org_repo}/blob/{branch}/{book}colab/{colab.name}"
     ext = ".ipynb" if source.with_suffix(".ipynb").exists() else next(
         (s for s in (".md", ".ipynb", ".rst") if source.with_suffix(s).exists()), ".ipynb")
     return f"{base}/github/{org_repo}/blob/{branch}/{book}{docname}{ext}"
+
+
+def _colab_button_opens_the_colab_edition(app, pagename, templatename, context, doctree) -> None:
+    """sphinx-book-theme's Colab button opens the page's source notebook, whose MyST directives Colab shows raw;
+    point it at the chapter's Colab edition (`colab/NN_slug.ipynb`, plain Markdown) instead."""
+    url = colab_url(app.config, app.srcdir, pagename)
+    for group in context.get("header_buttons") or []:
+        for button in group.get("buttons", []) if isinstance(group, dict) else []:
+            if button.get("text") == "Colab" and url:
+                button["url"] = url
 
 
 def snapshot_note(url: str | None) -> str:
@@ -169,6 +182,7 @@ def setup(app) -> dict[str, Any]:
     app.connect("config-inited", _no_header_bar)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("html-page-context", _hasdoc_index)
+    app.connect("html-page-context", _colab_button_opens_the_colab_edition, priority=502)  # after the theme's 501
     app.connect("env-updated", _index_only_with_entries)
     app.add_post_transform(BookHtmlOutputs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

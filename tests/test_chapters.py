@@ -222,3 +222,60 @@ def test_every_random_draw_goes_through_the_seed_knob(md):
         if cell.cell_type == "code":
             problems += seed_violations(cell.source)
     assert not problems, f"{md.name}: {len(problems)} draws bypass ld.seed, e.g.\n  " + "\n  ".join(problems[:8])
+
+
+# --- the Colab editions (colab/NN_slug.ipynb): what the Colab button opens ------------------------------------------
+MYST_SYNTAX = re.compile(r"```\{|:::\{|\{(eq|numref|ref|prf:ref|cite|cite:t|cite:p|index|doc|term)\}`|^:label:|"
+                         r"^:class:|^\([A-Za-z0-9_.:-]+\)=\s*$|\$\$\s*\([A-Za-z0-9_:-]+\)\s*$", re.M)
+
+
+def test_colab_editions_are_in_sync_with_the_chapters():
+    from learndyn import colab
+
+    stale = [p.name for p, text in colab.editions(ROOT).items() if not p.exists() or p.read_text() != text]
+    assert not stale, f"Colab editions out of date: {stale} (run make sync)"
+
+
+@pytest.mark.parametrize("md", [m for m in CHAPTERS if m.stem[:2].isdigit()], ids=lambda p: p.stem)
+def test_colab_edition_renders_without_myst_syntax(md):
+    """Colab renders Markdown and LaTeX only: the edition has no directive, role, target or equation label left,
+    keeps every code cell of the chapter, and numbers its labelled equations as the website does."""
+    nb = json.loads((ROOT / "colab" / f"{md.stem}.ipynb").read_text())
+    markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    raw = [m.group(0) for m in MYST_SYNTAX.finditer(markdown)]
+    assert not raw, f"{md.stem}: MyST syntax Colab would show raw: {raw[:5]}"
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code == [c.source for c in jupytext.read(md).cells if c.cell_type == "code"]
+    source = md.read_text()
+    labelled = len(re.findall(r"^\s*\$\$\s*\([A-Za-z0-9_:-]+\)\s*$", source, re.M))
+    tags = re.findall(r"\\tag\{(\d+)\.(\d+)\}", markdown)
+    assert [int(m) for _, m in tags] == list(range(1, labelled + 1))
+    assert all(int(n) == int(md.stem[:2]) for n, _ in tags)
+
+
+
+def test_every_reference_of_a_colab_edition_resolves():
+    from learndyn import colab
+
+    labels = colab.collect_labels([m for m in CHAPTERS if m.stem[:2].isdigit()], ROOT / "references.bib",
+                                  colab.BACK_MATTER)
+    for md in CHAPTERS:
+        if md.stem[:2].isdigit():
+            colab.colab_notebook(md, labels)
+    assert not labels.missing, f"references the Colab editions cannot resolve: {sorted(set(labels.missing))[:8]}"
+
+
+def test_colab_conversion_of_each_construct():
+    from learndyn import colab
+
+    labels = colab.Labels(text={"eq-a": "(2.1)", "thm-x": "Theorem “Decoupling”", "fig-f": "Fig. 2.3",
+                                "sec-s": "The model"}, citations={"saxe2014": ("Saxe et al.", "2014")})
+    src = ("(sec-s)=\n## The model\n\n```{prf:theorem} Decoupling\n:label: thm-x\n\nBody {eq}`eq-a`.\n```\n\n"
+           "```{prf:proof}\nEasy, by {prf:ref}`thm-x` and {numref}`fig-f`.\n```\n\n$$\nx=1\n$$ (eq-a)\n\n"
+           "```{index} pair: a; b\n```\n\n{cite:t}`saxe2014` and {cite}`saxe2014`; see {ref}`the model <sec-s>`.\n"
+           "```python\n{eq}`kept in code`\n```")
+    out = colab.to_markdown(src, labels)
+    assert "**Theorem — Decoupling.**" in out and "Body (2.1)." in out and "*Proof.*" in out and "∎" in out
+    assert "by Theorem “Decoupling” and Fig. 2.3" in out and "\\tag{2.1}\n$$" in out
+    assert "Saxe et al. (2014) and (Saxe et al., 2014); see the model." in out
+    assert "{eq}`kept in code`" in out and "index" not in out and "(sec-s)=" not in out

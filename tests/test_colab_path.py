@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Colab's preinstalled stack, stood in for by what this machine can install offline-fast.
 COLAB_PREINSTALLED = ["torch==2.13.0", "ipykernel", "nbclient", "nbformat", "ipywidgets"]
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+CHAPTERS = sorted((ROOT / "colab").glob("*.ipynb"))  # the Colab editions: what the Colab button opens
 
 
 @pytest.fixture(scope="module")

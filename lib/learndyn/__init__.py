@@ -17,6 +17,7 @@ One module per subject, each naming the chapter and equations it implements:
 - `diagonal`    diagonal linear networks: hyperbolic entropy, saddle-to-saddle recursion, large steps (Ch 8)
 - `exercises`   self-checks for the coding exercises (`check_<name>(answer)`)
 - `teach`       student notebooks and nbgrader assignments (`python -m learndyn.teach --help`)
+- `colab`       the Colab editions of the chapters: MyST written as plain Markdown (`python -m learndyn.colab`)
 
 Subject modules are imported on first use (`ld.deep_linear`), so `import learndyn` stays light.
 """
