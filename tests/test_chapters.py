@@ -279,3 +279,12 @@ def test_colab_conversion_of_each_construct():
     assert "by Theorem “Decoupling” and Fig. 2.3" in out and "\\tag{2.1}\n$$" in out
     assert "Saxe et al. (2014) and (Saxe et al., 2014); see the model." in out
     assert "{eq}`kept in code`" in out and "index" not in out and "(sec-s)=" not in out
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_no_sentence_is_read_as_a_label(md):
+    """MyST reads any line of the form `(...)=` as a target: a sentence that happens to start with "(c)" and end
+    with ")=" disappears into a label. Every such line must be a real label."""
+    odd = [line[:60] for line in md.read_text().splitlines()
+           if re.match(r"^\(.*\)=\s*$", line) and not re.match(r"^\([A-Za-z0-9_.:-]+\)=\s*$", line)]
+    assert not odd, f"{md.name}: lines MyST reads as labels: {odd}"

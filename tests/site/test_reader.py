@@ -204,3 +204,31 @@ def test_bibliography_names_keep_their_capitals():
     text = _reader_text("bibliography")
     for name in ("PyHessian", "Hessian", "Barlow Twins", "Siamese"):
         assert name in text, f"the bibliography prints {name!r} without its capitals"
+
+
+WARNING = re.compile(r"\b\w*Warning\b:|/tmp/|site-packages/")
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_no_warning_reaches_a_page(page):
+    """A library warning (with its temporary file path) printed by a cell is noise to a reader: none may reach a
+    page. A chapter that expects a warning catches it and says in words what it means."""
+    main = _soup(page).find("main")
+    hits = [o.get_text(" ", strip=True)[:120] for o in main.select(".cell_output")
+            if WARNING.search(o.get_text(" "))]
+    assert not hits, f"{page}: {len(hits)} cell outputs show a warning or a file path, e.g. {hits[:2]}"
+
+
+RAW_TEX = re.compile(r"\\(?:[A-Za-z]{2,}|[{}_^])")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_raw_tex_in_the_prose(page):
+    """Outside formulas, code and outputs, a page shows no TeX source: a paragraph that MyST misreads (a line
+    starting "(c) ... )=" became a label and swapped prose and math in a solution) shows it."""
+    main = _soup(page).find("main") or _soup(page)
+    for el in main.select("script, style, .math, .cell_input, .cell_output, pre, code, .headerlink, "
+                          ".mjx-assistive-mml, mjx-container"):
+        el.decompose()
+    hits = sorted({m.group(0) for m in RAW_TEX.finditer(main.get_text(" "))})
+    assert not hits, f"{page}: raw TeX in the text: {hits[:8]}"
