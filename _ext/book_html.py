@@ -178,11 +178,47 @@ def _hasdoc_index(app, pagename: str, templatename: str, context: dict[str, Any]
         context["hasdoc"] = lambda name: name != "genindex" and hasdoc(name)
 
 
+CHECK_CALL = re.compile(r"\bcheck_(?:close|between|less)\(")
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?P<body>.*?)^```\s*$", re.M | re.S)
+
+
+def fold_check_code(source: str) -> str:
+    """Tag `hide-input` on every code cell of a chapter source that makes a numerical check (learndyn.checks).
+
+    The website then shows the experiment's code and every cell's result, with the code that checks a result
+    against its prediction folded under "Show code cell source" (its outcome is already the folded "✓ N checks
+    passed" line); notebooks, Colab and nbval keep every cell as written. Cells tagged to be removed or hidden
+    already keep their tags."""
+    def tag(m: re.Match) -> str:
+        whole, body = m.group(0), m.group("body")
+        if not CHECK_CALL.search(body) or re.search(r"(remove-cell|remove-input|hide-input|hide-cell)", body[:400]):
+            return whole
+        head, rest = whole.split("\n", 1)
+        if rest.startswith(":tags: ["):
+            return f"{head}\n:tags: [hide-input, {rest[len(':tags: ['):]}"
+        if rest.startswith("---\n"):
+            options, sep, tail = rest[4:].partition("\n---\n")
+            if re.search(r"^tags:\s*\[", options, re.M):
+                options = re.sub(r"^tags:\s*\[", "tags: [hide-input, ", options, count=1, flags=re.M)
+            else:
+                options = f"tags: [hide-input]\n{options}"
+            return f"{head}\n---\n{options}{sep}{tail}"
+        return f"{head}\n:tags: [hide-input]\n{rest}"
+
+    return CODE_CELL.sub(tag, source)
+
+
+def _fold_check_code(app, docname: str, source: list[str]) -> None:
+    if docname.startswith("chapters/"):
+        source[0] = fold_check_code(source[0])
+
+
 def setup(app) -> dict[str, Any]:
     app.connect("config-inited", _no_header_bar)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("html-page-context", _hasdoc_index)
     app.connect("html-page-context", _colab_button_opens_the_colab_edition, priority=502)  # after the theme's 501
     app.connect("env-updated", _index_only_with_entries)
+    app.connect("source-read", _fold_check_code)
     app.add_post_transform(BookHtmlOutputs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

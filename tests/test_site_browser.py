@@ -556,3 +556,23 @@ def test_inline_formulas_are_never_clipped_on_a_phone(server, browser, page):
         assert not clipped, f"{page}: {len(clipped)} inline formulas clipped at {PHONE} px, e.g. {clipped[:4]}"
     finally:
         visit.close()
+
+
+CODE_SHARE_MAX = 0.25
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_code_is_at_most_a_quarter_of_a_chapter_at_desktop_width(server, browser, page):
+    """A chapter page is mostly text: the code a reader sees unfolded (the experiments; the code that checks a
+    result is folded under "Show code cell source", its outcome already in the "✓ N checks passed" line) is at
+    most a quarter of the page's height at 1400 px."""
+    visit = Visit(browser, f"{server}/{page}.html", width=DESKTOP)
+    try:
+        share = visit.page.evaluate("""() => {
+          const main = document.querySelector('main article') || document.querySelector('main');
+          const code = [...main.querySelectorAll('.cell_input')]
+            .map((el) => el.getBoundingClientRect().height).reduce((a, b) => a + b, 0);
+          return code / main.getBoundingClientRect().height; }""")
+        assert share <= CODE_SHARE_MAX, f"{page}: code is {100 * share:.0f} % of the page at {DESKTOP} px"
+    finally:
+        visit.close()
