@@ -64,9 +64,21 @@
     });
   }
 
+  /* The in-page contents drawer (phone): picking a section scrolls there, and the drawer should get out of the way
+     (the primary drawer needs nothing: its links load another page). */
+  function closeContentsOnPick() {
+    var dialog = document.getElementById("pst-secondary-sidebar-modal");
+    if (!dialog) return;
+    dialog.addEventListener("click", function (event) {
+      var link = event.target.closest && event.target.closest("a[href]");
+      if (link && dialog.open && typeof dialog.close === "function") dialog.close();
+    });
+  }
+
   function onReady() {
     patchSearch();
     dropFocusAfterPointerClose();
+    closeContentsOnPick();
     labelWidgetImages();
     var snapshots = document.querySelectorAll(".widget-snapshot");
     if (snapshots.length && window.MutationObserver) {

@@ -250,6 +250,16 @@ def test_phone_contents_button_opens_the_page_toc(server, browser):
         page.wait_for_function("!document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
         page.wait_for_timeout(300)
         assert not _visible(page, ".tooltip.show"), "a tooltip stays up after a tap"
+        # picking a section closes the drawer and scrolls to the section
+        toggles[0].tap()
+        page.wait_for_function("document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+        link = _visible(page, "#pst-secondary-sidebar-modal nav a")[-1]
+        target = link.get_attribute("href").split("#", 1)[1]
+        link.tap()
+        page.wait_for_function("!document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+        page.wait_for_timeout(500)
+        top = page.evaluate(f"document.getElementById({target!r}).getBoundingClientRect().top")
+        assert -5 <= top <= 300, f"the page did not scroll to the picked section (its top at {top} px)"
     finally:
         visit.close()
 
@@ -366,19 +376,24 @@ def test_dark_mode_shows_figures_on_a_light_card_undimmed(server, browser, page)
         visit.close()
 
 
-def test_benchmark_tables_show_every_column_at_desktop_width(server, browser):
-    if "benchmarks" not in PAGES:
-        pytest.skip("no benchmarks page in this build")
-    visit = Visit(browser, f"{server}/benchmarks.html", width=DESKTOP)
+@pytest.mark.parametrize("page_name", ["benchmarks", "reproduction"])
+def test_tables_show_every_column_at_desktop_width(server, browser, page_name):
+    """The benchmark tables and the reproduction report's tables fit the column at 1400 px: the last columns (a
+    claim's Resolution and Independent side) are on the screen, not behind a sideways scroll."""
+    if page_name not in PAGES:
+        pytest.skip(f"no {page_name} page in this build")
+    visit = Visit(browser, f"{server}/{page_name}.html", width=DESKTOP)
     try:
         tables = visit.page.evaluate("""() => [...document.querySelectorAll('main table')].map((t) => {
             const box = t.closest('.pst-scrollable-table-container') || t.parentElement;
+            const heads = [...t.querySelectorAll('th')];
+            const last = heads.length ? heads[heads.length - 1].getBoundingClientRect().right : 0;
             return {head: t.querySelector('th')?.textContent, table: Math.ceil(t.getBoundingClientRect().width),
-                    box: box.clientWidth};
+                    box: box.clientWidth, last: last, screen: window.innerWidth};
           })""")
-        assert tables, "no table on the benchmarks page"
-        cut = [t for t in tables if t["table"] > t["box"] + 1]
-        assert not cut, f"benchmark tables wider than the column (last columns cut off): {cut}"
+        assert tables, f"no table on the {page_name} page"
+        cut = [t for t in tables if t["table"] > t["box"] + 1 or t["last"] > t["screen"]]
+        assert not cut, f"{page_name}: tables wider than the column (last columns cut off): {cut[:3]}"
     finally:
         visit.close()
 
