@@ -78,15 +78,18 @@ site: book
 site-check: $(STAMP)
 	$(BIN)/python -m pytest tests/site tests/pdf tests/test_site_browser.py -q
 
+# The stages in order, each one's wall time printed at the end. seed-run's failures do not stop the run: the records
+# test (standard) that follows reports them claim by claim.
+STAGES := lint unit notebooks seed-run standard book pdf site-check
 test: $(STAMP)
-	$(MAKE) lint
-	$(MAKE) unit
-	$(MAKE) notebooks
-	$(MAKE) seed-run || true  # its failures are reported claim by claim by the records test that follows
-	$(MAKE) standard
-	$(MAKE) book
-	$(MAKE) pdf
-	$(MAKE) site-check
+	@mkdir -p _build && rm -f _build/stage-times.txt; \
+	for stage in $(STAGES); do \
+	  start=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$stage; rc=$$?; \
+	  echo "$$stage: $$(( $$(date +%s) - start )) s$$( [ $$rc = 0 ] || echo ' (failed)')" >> _build/stage-times.txt; \
+	  if [ $$rc != 0 ] && [ $$stage != seed-run ]; then cat _build/stage-times.txt; exit $$rc; fi; \
+	done; \
+	echo "== wall time of each stage"; cat _build/stage-times.txt
 
 clean:
 	rm -rf _build
