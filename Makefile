@@ -65,8 +65,15 @@ CI_SEED ?= 1
 seed-run: $(STAMP)
 	$(BIN)/python -m learndyn.checks robust --seeds $(CI_SEED) --jobs $(JOBS) --out _build/checks/seed-run.json
 
-robust: $(STAMP)
-	$(BIN)/python -m learndyn.checks robust --seeds 1 2 3 4 5 --jobs $(JOBS) --out tests/records/robust.json
+ROBUST_SEEDS := 1 2 3 4 5
+# Chapter 6's stored sharpness traces (lib/learndyn/data/eos_traces.npz, seed 0), regenerated at each robust seed:
+# the chapter at LEARNDYN_SEED=k reads _build/robust/eos_traces-seed-k.npz when it exists.
+EOS_TRACES := $(foreach k,$(ROBUST_SEEDS),_build/robust/eos_traces-seed-$(k).npz)
+_build/robust/eos_traces-seed-%.npz: bench/eos_traces.py lib/learndyn/sharpness.py | $(STAMP)
+	LEARNDYN_CHECKS_DIR=_build/robust $(BIN)/python bench/eos_traces.py --seed $* --out $@
+
+robust: $(STAMP) $(EOS_TRACES)
+	$(BIN)/python -m learndyn.checks robust --seeds $(ROBUST_SEEDS) --jobs $(JOBS) --out tests/records/robust.json
 
 # The standard of a claim, over the records the notebooks just wrote (tests/records); then the weak spots.
 standard: $(STAMP)
