@@ -101,3 +101,19 @@ def test_zero_steps_return_the_start():
 def test_statistical_dimension_type_error():
     with pytest.raises(TypeError):
         dg.l1_statistical_dimension(10.0, 2)
+
+
+def test_gd_limit_solves_the_biased_program_at_the_effective_scale():
+    """Even et al.'s exact characterisation: with the run's log_shrink and bend, GD's limit is
+    argmin Q_{alpha_inf} + <bend, w> over the interpolators (to solver precision), not argmin Q_alpha."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((4, 9)) / 2
+    y = X @ np.r_[2.0, -1.0, np.zeros(7)]
+    h = dg.gd_diagonal(X, y, np.array([0.3]), np.array([0.05]), 8000)
+    assert not np.any(np.isnan(h.final["bend"]))
+    a_inf = 0.3 * np.exp(h.final["log_shrink"][0] / 2)
+    w_ex = dg.entropy_interpolator(X, y, a_inf, bias=h.final["bend"][0])
+    assert np.abs(h.final["w"][0] - w_ex).max() < 1e-8
+    assert np.abs(h.final["w"][0] - dg.entropy_interpolator(X, y, a_inf)).max() > 1e-6
+    with pytest.raises(ValueError):
+        dg.entropy_interpolator(X, y, 0.3, bias=np.zeros(3))

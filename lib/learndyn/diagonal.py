@@ -48,8 +48,12 @@ def mirror_map(w: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
     return np.arcsinh(w / (2 * a2))
 
 
-def entropy_interpolator(X: np.ndarray, y: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
-    """argmin Q_alpha(w) subject to X w = y, solved on the primal with scipy's trust-constr (exact Hessian).
+def entropy_interpolator(X: np.ndarray, y: np.ndarray, alpha: float | np.ndarray,
+                         bias: np.ndarray | None = None) -> np.ndarray:
+    """argmin Q_alpha(w) + <bias, w> subject to X w = y, solved on the primal with scipy's trust-constr.
+
+    `bias` (default 0) is the perturbed reference point of gradient descent's exact characterisation
+    (final["bend"] of `gd_diagonal`); with it the optimality system is grad Q_alpha(w) + bias in range(X^T).
 
     The program is strictly convex (the Hessian of Q_alpha is diag(1/sqrt(w^2 + 4 alpha^4)) > 0). Started from the
     minimum-norm interpolator; the result is polished by Newton steps on the optimality system (eq-diag-kkt), so it
@@ -57,18 +61,21 @@ def entropy_interpolator(X: np.ndarray, y: np.ndarray, alpha: float | np.ndarray
     """
     X, y = _design(X, y)
     _, a2 = _w_alpha2(np.zeros(X.shape[1]), alpha)
+    b = np.zeros(X.shape[1]) if bias is None else as_real_array("bias", bias)
+    if b.shape != (X.shape[1],):
+        raise ValueError(f"bias must have shape ({X.shape[1]},); got {b.shape}")
 
     def hess(w: np.ndarray) -> np.ndarray:
         return np.diag(1 / np.sqrt(w**2 + 4 * a2**2))
 
-    res = minimize(lambda w: hyperbolic_entropy(w, np.sqrt(a2)), np.linalg.pinv(X) @ y,
-                   jac=lambda w: mirror_map(w, np.sqrt(a2)), hess=hess, method="trust-constr",
+    res = minimize(lambda w: hyperbolic_entropy(w, np.sqrt(a2)) + float(b @ w), np.linalg.pinv(X) @ y,
+                   jac=lambda w: mirror_map(w, np.sqrt(a2)) + b, hess=hess, method="trust-constr",
                    constraints=[LinearConstraint(X, y, y)], options={"gtol": 1e-12, "xtol": 1e-15, "maxiter": 4000})
     w = res.x
     n, d = X.shape
-    lam = np.linalg.lstsq(X.T, mirror_map(w, np.sqrt(a2)), rcond=None)[0]
-    for _ in range(30):  # Newton on F(w, lam) = (psi(w) - X^T lam, X w - y) = 0
-        F = np.concatenate([mirror_map(w, np.sqrt(a2)) - X.T @ lam, X @ w - y])
+    lam = np.linalg.lstsq(X.T, mirror_map(w, np.sqrt(a2)) + b, rcond=None)[0]
+    for _ in range(30):  # Newton on F(w, lam) = (psi(w) + b - X^T lam, X w - y) = 0
+        F = np.concatenate([mirror_map(w, np.sqrt(a2)) + b - X.T @ lam, X @ w - y])
         J = np.block([[hess(w), -X.T], [X, np.zeros((n, n))]])
         step = np.linalg.solve(J, F)
         w, lam = w - step[:d], lam - step[d:]
@@ -197,7 +204,9 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
 
     u_+ <- u_+ (1 - 2 eta g), u_- <- u_- (1 + 2 eta g), g = X^T (X w - y), the exact product form of eq-diag-gd-alpha.
     Records the loss at every step ("loss", (steps + 1, B)) and w every `record_every` steps ("w", (K, B, d)) when
-    record_every > 0. final: "w" (B, d); "log_shrink" (B, d) = sum_k ln|1 - 4 eta^2 g_k^2|; "diverged" (B,) bool.
+    record_every > 0. final: "w" (B, d); "log_shrink" (B, d) = sum_k ln|1 - 4 eta^2 g_k^2|; "bend" (B, d) =
+    sum_k (2 artanh(2 eta g_k) - 4 eta g_k), the bent mirror (nan once some |2 eta g_k| >= 1); "diverged" (B,) bool.
+    While every |2 eta g_k| < 1, w_k = -2 alpha_k^2 sinh(4 eta sum g + bend) exactly (eq-diag-gd-alpha).
     """
     X, y = _design(X, y)
     alpha = np.atleast_1d(as_real_array("alpha", alpha, nonempty=True))
@@ -213,13 +222,15 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     e2 = 2 * torch.tensor(eta, device=dev)[:, None]
     up, um = a.repeat(1, X.shape[1]), a.repeat(1, X.shape[1])
     log_shrink = torch.zeros_like(up)
+    bend = torch.zeros_like(up)
     losses = torch.empty(steps + 1, alpha.size, dtype=torch.float64, device=dev)
     ws, rec = [], []
     threads = torch.get_num_threads()
     if dev.type == "cpu":
         torch.set_num_threads(1)  # tiny tensors: a second thread only spins (measured: 20 x the CPU time)
     try:
-        up, um, log_shrink, w = _gd_loop(Xt, yt, e2, up, um, log_shrink, losses, steps, record_every, ws, rec)
+        up, um, log_shrink, w = _gd_loop(Xt, yt, e2, up, um, log_shrink, bend, losses, steps, record_every, ws,
+                                         rec)
     finally:
         torch.set_num_threads(threads)
     loss = losses.cpu().numpy()
@@ -227,12 +238,13 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     if record_every:
         metrics["w"] = np.array(ws)
     return History(np.array(rec) if record_every else np.arange(steps + 1), metrics,
-                   {"w": w.cpu().numpy(), "log_shrink": log_shrink.cpu().numpy(),
+                   {"w": w.cpu().numpy(), "log_shrink": log_shrink.cpu().numpy(), "bend": bend.cpu().numpy(),
                     "diverged": ~np.isfinite(loss[-1])})
 
 
 def _gd_loop(Xt: torch.Tensor, yt: torch.Tensor, e2: torch.Tensor, up: torch.Tensor, um: torch.Tensor,
-             log_shrink: torch.Tensor, losses: torch.Tensor, steps: int, record_every: int, ws: list, rec: list
+             log_shrink: torch.Tensor, bend: torch.Tensor, losses: torch.Tensor, steps: int, record_every: int,
+             ws: list, rec: list
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     for k in range(steps + 1):
         w = up * up - um * um
@@ -245,6 +257,7 @@ def _gd_loop(Xt: torch.Tensor, yt: torch.Tensor, e2: torch.Tensor, up: torch.Ten
             break
         eg = e2 * (r @ Xt)  # 2 eta g, (B, d)
         log_shrink += torch.log(torch.abs(1 - eg * eg))
+        bend += 2 * torch.atanh(eg) - 2 * eg  # nan where |eg| >= 1: the product form has flipped a sign
         up, um = up * (1 - eg), um * (1 + eg)
     return up, um, log_shrink, w
 
