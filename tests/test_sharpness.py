@@ -376,3 +376,19 @@ def test_models_data_and_products_are_validated():
         sh.eos_sweep([], 5)
     with pytest.raises(ValueError, match="t_record"):
         sh.gf_reference(model, X, Y, t_max=1.0, t_record=[-1.0, 0.5], device="cpu")
+
+
+def test_stored_eos_traces_follow_the_seed_knob(tmp_path, monkeypatch):
+    from learndyn import sharpness as sh_
+
+    monkeypatch.delenv("LEARNDYN_SEED", raising=False)
+    traces, where = sh_.stored_eos_traces()
+    assert int(traces["seed"]) == 0 and "seed 0" in where
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LEARNDYN_SEED", "3")
+    traces, where = sh_.stored_eos_traces()  # no regenerated file: the shipped traces, and it says so
+    assert int(traces["seed"]) == 0 and "seed 0" in where
+    (tmp_path / "_build" / "robust").mkdir(parents=True)
+    np.savez(tmp_path / "_build" / "robust" / "eos_traces-seed-3.npz", seed=np.array(3), lrs=np.array([0.4]))
+    traces, where = sh_.stored_eos_traces()
+    assert int(traces["seed"]) == 3 and "seed 3" in where

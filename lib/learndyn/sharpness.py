@@ -60,6 +60,7 @@ __all__ = [
     "exact_hessian",
     "train_gd_sharpness",
     "eos_summary",
+    "stored_eos_traces",
     "gf_reference",
     "eos_sweep",
     "uv_loss",
@@ -462,6 +463,29 @@ def gf_reference(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, t_max: floa
         records["h"].append(alpha / S if S else np.nan)
         path.append(_flatten(p).double().cpu().numpy())
     return History.from_records(t_rec, records, {"params_path": np.array(path), "rk4_steps": n_steps})
+
+
+def stored_eos_traces() -> tuple[dict[str, np.ndarray], str]:
+    """Chapter 6's stored sharpness traces (`bench/eos_traces.py`) at the book's seed knob, and where they are from.
+
+    At LEARNDYN_SEED=0 the file shipped with the package (`learndyn/data/eos_traces.npz`, seed 0). At
+    LEARNDYN_SEED=k the file `make robust` regenerates at that seed (`_build/robust/eos_traces-seed-k.npz` of the
+    enclosing book) when it exists; otherwise the shipped seed-0 traces, and the returned description says so.
+    """
+    from pathlib import Path
+
+    from .core import seed_offset
+
+    k = seed_offset()
+    shipped = Path(__file__).parent / "data" / "eos_traces.npz"
+    if k:
+        for folder in [Path.cwd(), *Path.cwd().parents]:
+            fresh = folder / "_build" / "robust" / f"eos_traces-seed-{k}.npz"
+            if fresh.is_file():
+                return dict(np.load(fresh).items()), f"regenerated at seed {k} ({fresh.name})"
+    if not shipped.is_file():
+        raise FileNotFoundError(f"{shipped} is missing: run bench/eos_traces.py to regenerate it")
+    return dict(np.load(shipped).items()), "stored at seed 0 (shipped with learndyn)"
 
 
 def eos_sweep(lrs: list[float] | np.ndarray, steps: int, seed: int = 0, n: int = 1000, eig_every: int = 25,
