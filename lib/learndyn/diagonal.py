@@ -199,7 +199,7 @@ def l1_statistical_dimension(d: int, p: int) -> float:
 
 # --- simulator ---------------------------------------------------------------------------------------------------
 def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray, steps: int,
-                record_every: int = 0, device: torch.device | str | None = None) -> History:
+                record_every: int = 0, device: torch.device | str | None = None, bend: bool = True) -> History:
     """Batched GD on L = 1/2 ||X (u_+^2 - u_-^2) - y||^2 from u_+ = u_- = alpha, one (alpha, eta) per run, float64.
 
     u_+ <- u_+ (1 - 2 eta g), u_- <- u_- (1 + 2 eta g), g = X^T (X w - y), the exact product form of eq-diag-gd-alpha.
@@ -207,6 +207,7 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     record_every > 0. final: "w" (B, d); "log_shrink" (B, d) = sum_k ln|1 - 4 eta^2 g_k^2|; "bend" (B, d) =
     sum_k (2 artanh(2 eta g_k) - 4 eta g_k), the bent mirror (nan once some |2 eta g_k| >= 1); "diverged" (B,) bool.
     While every |2 eta g_k| < 1, w_k = -2 alpha_k^2 sinh(4 eta sum g + bend) exactly (eq-diag-gd-alpha).
+    bend=False skips that sum (final["bend"] is then None) for long runs that do not need it.
     """
     X, y = _design(X, y)
     alpha = np.atleast_1d(as_real_array("alpha", alpha, nonempty=True))
@@ -222,15 +223,15 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     e2 = 2 * torch.tensor(eta, device=dev)[:, None]
     up, um = a.repeat(1, X.shape[1]), a.repeat(1, X.shape[1])
     log_shrink = torch.zeros_like(up)
-    bend = torch.zeros_like(up)
+    bend_sum = torch.zeros_like(up) if bend else None
     losses = torch.empty(steps + 1, alpha.size, dtype=torch.float64, device=dev)
     ws, rec = [], []
     threads = torch.get_num_threads()
     if dev.type == "cpu":
         torch.set_num_threads(1)  # tiny tensors: a second thread only spins (measured: 20 x the CPU time)
     try:
-        up, um, log_shrink, w = _gd_loop(Xt, yt, e2, up, um, log_shrink, bend, losses, steps, record_every, ws,
-                                         rec)
+        up, um, log_shrink, w = _gd_loop(Xt, yt, e2, up, um, log_shrink, bend_sum, losses, steps, record_every,
+                                         ws, rec)
     finally:
         torch.set_num_threads(threads)
     loss = losses.cpu().numpy()
@@ -238,12 +239,13 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     if record_every:
         metrics["w"] = np.array(ws)
     return History(np.array(rec) if record_every else np.arange(steps + 1), metrics,
-                   {"w": w.cpu().numpy(), "log_shrink": log_shrink.cpu().numpy(), "bend": bend.cpu().numpy(),
+                   {"w": w.cpu().numpy(), "log_shrink": log_shrink.cpu().numpy(),
+                    "bend": None if bend_sum is None else bend_sum.cpu().numpy(),
                     "diverged": ~np.isfinite(loss[-1])})
 
 
 def _gd_loop(Xt: torch.Tensor, yt: torch.Tensor, e2: torch.Tensor, up: torch.Tensor, um: torch.Tensor,
-             log_shrink: torch.Tensor, bend: torch.Tensor, losses: torch.Tensor, steps: int, record_every: int,
+             log_shrink: torch.Tensor, bend: torch.Tensor | None, losses: torch.Tensor, steps: int, record_every: int,
              ws: list, rec: list
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     for k in range(steps + 1):
@@ -257,7 +259,8 @@ def _gd_loop(Xt: torch.Tensor, yt: torch.Tensor, e2: torch.Tensor, up: torch.Ten
             break
         eg = e2 * (r @ Xt)  # 2 eta g, (B, d)
         log_shrink += torch.log(torch.abs(1 - eg * eg))
-        bend += 2 * torch.atanh(eg) - 2 * eg  # nan where |eg| >= 1: the product form has flipped a sign
+        if bend is not None:
+            bend += 2 * torch.atanh(eg) - 2 * eg  # nan where |eg| >= 1: the product form has flipped a sign
         up, um = up * (1 - eg), um * (1 + eg)
     return up, um, log_shrink, w
 
