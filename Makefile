@@ -62,7 +62,7 @@ notebooks: $(STAMP)
 # held chapter to pass there too. `make robust` does the same at five seeds and records each claim's pass count
 # for the reproduction report (tests/records/robust.json; not part of `make test`: about five times the notebooks).
 CI_SEED ?= 1
-seed-run: $(STAMP)
+seed-run: $(STAMP) _build/robust/eos_traces-seed-$(CI_SEED).npz
 	$(BIN)/python -m learndyn.checks robust --seeds $(CI_SEED) --jobs $(JOBS) --out _build/checks/seed-run.json
 
 ROBUST_SEEDS := 1 2 3 4 5
