@@ -63,7 +63,7 @@ notebooks: $(STAMP)
 # for the reproduction report (tests/records/robust.json; not part of `make test`: about five times the notebooks).
 CI_SEED ?= 1
 seed-run: $(STAMP) _build/robust/eos_traces-seed-$(CI_SEED).npz
-	$(BIN)/python -m learndyn.checks robust --seeds $(CI_SEED) --jobs $(JOBS) --out _build/checks/seed-run.json
+	$(BIN)/python -m learndyn.checks robust --seeds $(CI_SEED) --jobs $(JOBS) --out _build/seed-run.json
 
 ROBUST_SEEDS := 1 2 3 4 5
 # Chapter 6's stored sharpness traces (lib/learndyn/data/eos_traces.npz, seed 0), regenerated at each robust seed:

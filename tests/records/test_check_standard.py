@@ -21,7 +21,7 @@ from learndyn.checks import records
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = ROOT / "_build" / "checks"
-SEED_RUN = RECORDS / "seed-run.json"
+SEED_RUN = ROOT / "_build" / "seed-run.json"
 CI_SEED = int(os.environ.get("CI_SEED", "1"))
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("[0-9][0-9]_*.md"))
 HELD = [

@@ -25,7 +25,8 @@ LOOSE_BOUND = 0.5  # audit lists bounds with more slack than this
 def load(folder: Path | str) -> dict[str, list[dict[str, Any]]]:
     """Every chapter's records in `folder` (`<chapter>.json`), by chapter name, in file-name order."""
     folder = Path(folder)
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    rows = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    return {chapter: r for chapter, r in rows.items() if isinstance(r, list)}  # a chapter's records are a list
 
 
 def min_slack(slack: Any) -> float | None:
