@@ -15,6 +15,7 @@ i.e. whether it can be autograded in an nbgrader assignment (`python -m learndyn
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,10 @@ def _resolve(app, doctree, docname: str) -> None:
                 logger.warning(f"exercise index: label {ex.label} is used in {seen[ex.label]} and {chapter}",
                                location=docname)
             seen[ex.label] = chapter
-            link = nodes.reference("", ex.name, internal=True, refuri=f"{uri}#{ex.label}")
+            link = nodes.reference("", "", internal=True, refuri=f"{uri}#{ex.label}")
+            for i, part in enumerate(re.split(r"(?<!\\)\$(.+?)(?<!\\)\$", ex.name)):  # $...$ as math
+                if part:
+                    link += nodes.math(part, part) if i % 2 else nodes.Text(part)
             rows.append([link, nodes.literal(text=ex.label), ex.kind, "★" * ex.stars,
                          f"{ex.minutes} min" if ex.minutes else "—", "yes" if ex.label in CHECKS else ""])
             count += 1

@@ -33,11 +33,14 @@ def test_every_toc_entry_has_a_page(page):
 
 
 @pytest.mark.parametrize("page", CHAPTER_PAGES)
-def test_colab_button_opens_the_notebook_twin(page):
+def test_colab_button_opens_the_colab_edition(page):
+    """The Colab button opens the chapter's Colab edition (plain Markdown), not the MyST twin Colab shows raw."""
     links = [a["href"] for a in _soup(page).find_all("a", href=True) if "colab.research.google.com" in a["href"]]
-    expected = f"https://colab.research.google.com/github/{REPO}/blob/{BRANCH}/{page}.ipynb"
+    name = page.split("/")[-1]
+    expected = f"https://colab.research.google.com/github/{REPO}/blob/{BRANCH}/colab/{name}.ipynb"
     assert expected in links, f"{page}: no Colab link to {expected} (found {links})"
-    assert (ROOT / f"{page}.ipynb").exists()
+    assert not [x for x in links if x.endswith(f"/{page}.ipynb")], f"{page}: a Colab link opens the MyST twin"
+    assert (ROOT / "colab" / f"{name}.ipynb").exists()
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -43,7 +43,7 @@ class Summary:
     claims: int
     bounds: int
     sanity: int
-    resolving: int  # claims resolving STANDARD or better
+    resolving: int  # claims resolving STANDARD or better (`resolves`)
     worst: float | None  # the largest resolution of a claim
     with_rivals: int = 0  # claims rejecting at least one named rival
     constants: int = 0  # named derived constants
@@ -65,11 +65,21 @@ def summarise(records: list[dict[str, Any]]) -> Summary:
     res = [r["resolution"] for r in claims if r.get("resolution") is not None]
     consts = [c for r in claims for c in r.get("constants") or []]
     return Summary(claims=len(claims), bounds=kinds.count("bound"), sanity=kinds.count("sanity"),
-                   resolving=sum(x <= STANDARD for x in res), worst=max(res) if res else None,
+                   resolving=sum(resolves(r) for r in claims), worst=max(res) if res else None,
                    with_rivals=sum(bool(rejected_rivals(r)) for r in claims), constants=len(consts),
                    constants_resolved=sum(c.get("resolution") is not None and c["resolution"] <= STANDARD
                                           for c in consts),
                    flagged=sum(bool(flags(r)) for r in claims))
+
+
+def resolves(record: dict[str, Any]) -> bool:
+    """A claim resolves the standard when a 1 % change of its printed prediction fails it, or, for a prediction
+    that is an outcome of derived constants (a boundary, a threshold), when a 1 % change of each constant does."""
+    res = record.get("resolution")
+    if res is not None and res <= STANDARD:
+        return True
+    consts = record.get("constants") or []
+    return bool(consts) and all(c.get("resolution") is not None and c["resolution"] <= STANDARD for c in consts)
 
 
 def rejected_rivals(record: dict[str, Any]) -> list[dict[str, Any]]:
