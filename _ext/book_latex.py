@@ -26,6 +26,7 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node, solution_node
+from sphinxcontrib.bibtex.nodes import bibliography
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -81,14 +82,15 @@ class BookStructure(SphinxPostTransform):
 
     @staticmethod
     def _drop_bibliography_page(files: dict[str, nodes.Element]) -> None:
-        """The website's bibliography page loses its heading in LaTeX, not its references: its citation nodes stay
-        in the document, and Sphinx's BibliographyTransform (a later post-transform) gathers them into the book's
-        bibliography, a chapter of its own at the end, which every citation links to. (Removing the page with its
-        citations left a PDF whose citations pointed at nothing.)"""
+        """The website's bibliography page loses its heading in LaTeX, not its references: its bibliography node
+        (sphinxcontrib-bibtex turns it into citations at priority 5, after this transform) and any citation stay in
+        the document, and Sphinx gathers the citations into the book's bibliography, a chapter of its own at the
+        end, which every citation links to. (Removing the page with its references left a PDF whose citations
+        pointed at nothing.)"""
         page = files.pop("bibliography", None)
         if page is None:
             return
-        citations = list(page.findall(nodes.citation))
+        citations = [n for n in page.findall(nodes.Element) if isinstance(n, (nodes.citation, bibliography))]
         for citation in citations:
             citation.parent.remove(citation)
         parent, index = page.parent, page.parent.index(page)

@@ -14,6 +14,7 @@ import functools
 import os
 import shutil
 import threading
+from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlparse
@@ -108,58 +109,220 @@ class Visit:
         self.context.close()
 
 
-@pytest.mark.parametrize("page", [*PAGES, "search", *(["genindex"] if (HTML / "genindex.html").exists() else [])])
-def test_page_loads_offline_without_errors(server, browser, page):
-    visit = Visit(browser, f"{server}/{page}.html")
+# ---- One load per page and view --------------------------------------------------------------------------------
+# A chapter page holds thousands of formulas, and MathJax typesets them in about ten seconds on a CI core: the tests
+# below share one load of each page in each view (`measured`), which records everything they assert on.
+
+PHONE, DESKTOP = 390, 1400
+
+
+@dataclass(frozen=True)
+class View:
+    """How a reader meets a page: the viewport, the colour scheme, a phone (touch, overlay scrollbars) or not, and
+    whether scrollbars are drawn (Playwright hides them unless asked)."""
+
+    width: int = DESKTOP
+    height: int = 900
+    scheme: str = "light"
+    mobile: bool = False
+    scrollbars: bool = False
+
+
+# Scrollbars drawn, as overlays: `is_mobile` contexts get overlay scrollbars, as phones, tablets and macOS have,
+# which show nothing until the reader scrolls, so a box that scrolls must draw its own bar. At 1400 px the layout is
+# the desktop one (the pages set a device-width viewport).
+DESK = View(mobile=True, scrollbars=True)
+PHONE_VIEW = View(width=PHONE, height=844, mobile=True, scrollbars=True)
+
+_EQUATIONS = """() => [...document.querySelectorAll('mjx-container[display="true"]')].map((box) => {
+    const math = box.querySelector('mjx-math');
+    const cs = getComputedStyle(box);
+    return {id: box.closest('.math')?.id || '', tex: box.textContent.slice(0, 40),
+            need: Math.ceil(math ? math.getBoundingClientRect().width : box.scrollWidth), have: box.clientWidth,
+            scrolls: ['auto', 'scroll'].includes(cs.overflowX) && box.scrollWidth > box.clientWidth,
+            bar: box.offsetHeight - box.clientHeight};
+  })"""
+_FIGURES = """() => [...document.querySelectorAll('main img')]
+  .filter((img) => img.naturalWidth > 0 && img.getBoundingClientRect().width > 0)
+  .map((img) => {const r = img.getBoundingClientRect(); const cs = getComputedStyle(img);
+                 return {src: img.getAttribute('src'), shown: r.width, drawn: r.width / r.height,
+                         natural: img.naturalWidth, png: img.naturalWidth / img.naturalHeight,
+                         output: !!img.closest('.cell_output'), widget: !!img.closest('.widget-snapshot'),
+                         filter: cs.filter, background: cs.backgroundColor, alt: (img.alt || '').slice(0, 50)};})"""
+_TABLES = """() => [...document.querySelectorAll('main table')].map((t) => {
+    const box = t.closest('.pst-scrollable-table-container') || t.parentElement;
+    const heads = [...t.querySelectorAll('th')];
+    const last = heads.length ? heads[heads.length - 1].getBoundingClientRect().right : 0;
+    return {head: t.querySelector('th')?.textContent, table: Math.ceil(t.getBoundingClientRect().width),
+            box: box.clientWidth, last: last, screen: window.innerWidth};
+  })"""
+_CODE_SHARE = """() => {
+    const main = document.querySelector('main article') || document.querySelector('main');
+    const code = [...main.querySelectorAll('.cell_input')]
+      .map((el) => el.getBoundingClientRect().height).reduce((a, b) => a + b, 0);
+    return code / main.getBoundingClientRect().height; }"""
+_WIDGETS = """() => {
+    const colab = [...document.querySelectorAll(".bd-header-article a[href*='colab.research.google.com']")]
+      .map((a) => a.href);
+    const views = [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')];
+    return {colab, views: views.map((v) => {
+      const marker = v.closest('.widget-snapshot');
+      const note = marker?.querySelector('.widget-snapshot__note');
+      const link = note?.querySelectorAll('a.widget-snapshot__colab') || [];
+      return {marked: !!marker, note: note && note.getClientRects().length ? note.innerText : '',
+              links: [...link].map((a) => a.getAttribute('href'))};
+    })};
+  }"""
+_CLIPPED_INLINE = """() => [...document.querySelectorAll('main span.math')]
+  .filter((s) => !s.closest('div.math') && s.getBoundingClientRect().width > 0)
+  .filter((s) => s.scrollWidth > s.clientWidth + 1)
+  .filter((s) => !['auto', 'scroll'].includes(getComputedStyle(s).overflowX))
+  .map((s) => s.textContent.slice(0, 40))"""
+
+
+def _open_first_solution(page) -> dict:
+    """Whether the page's first solution is hidden until its own title is clicked, and shows after the click."""
+    solution = page.locator("div.solution.dropdown").first
+    if not solution.count():
+        return {"exists": False}
+    body = solution.locator("> :not(.admonition-title)").first
+    hidden = not body.is_visible()
+    solution.locator("> .admonition-title").click()  # its own title, not a folded code cell's inside it
     try:
-        if 'class="math' in (HTML / f"{page}.html").read_text(encoding="utf-8"):
-            visit.typeset()  # MathJax fetches its fonts and extensions: they must come from the site too
-        assert not visit.external, f"{page} fetched from other hosts: {visit.external}"
-        assert not visit.errors, f"{page}: {visit.errors}"
+        body.wait_for(state="visible", timeout=10_000)
+        opened = True
+    except sync_api.TimeoutError:
+        opened = False
+    return {"exists": True, "hidden_before": hidden, "opened": opened}
+
+
+def _screenshots(visit: Visit, page: str, view: View) -> None:
+    """The landing page and the last chapter at desktop width; the first chapter at phone and desktop width, light
+    and dark (the theme switched in place), at its top, its first figure and its first widget; the phone menu open."""
+    if page not in (TOC["root"], CHAPTERS[0], CHAPTERS[-1]):
+        return
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot = visit.page.screenshot
+    if view == DESK and page != CHAPTERS[0]:
+        shot(path=str(SHOTS / f"{'landing' if page == TOC['root'] else 'chapter'}.png"))
+    if page != CHAPTERS[0]:
+        return
+    kind = "phone" if view == PHONE_VIEW else "desktop"
+    for scheme in ("light", "dark"):
+        visit.page.evaluate(f"document.documentElement.dataset.theme = {scheme!r}")
+        visit.page.evaluate("window.scrollTo(0, 0)")
+        shot(path=str(SHOTS / f"{kind}_{scheme}.png"))
+        for selector, suffix in ((".cell_output img", "figure"), (".widget-snapshot", "widget")):
+            target = visit.page.locator(selector).first
+            if target.count():
+                target.scroll_into_view_if_needed()
+                shot(path=str(SHOTS / f"{kind}_{scheme}_{suffix}.png"))
+    visit.page.evaluate("document.documentElement.dataset.theme = 'light'; window.scrollTo(0, 0)")
+    if view == PHONE_VIEW:
+        _visible(visit.page, ".primary-toggle")[0].tap()
+        visit.page.wait_for_timeout(400)
+        shot(path=str(SHOTS / "phone_menu_open.png"))
+        visit.page.keyboard.press("Escape")
+
+
+def _measure(browsers, server: str, page: str, view: View) -> dict:
+    """Everything the per-page tests assert on, from one load of `page` in `view`. Measurements that change the page
+    (opening the solutions, switching the theme) come last."""
+    html = (HTML / f"{page}.html").read_text(encoding="utf-8") if (HTML / f"{page}.html").exists() else ""
+    visit = Visit(browsers[view.scrollbars], f"{server}/{page}.html", color_scheme=view.scheme, width=view.width,
+                  height=view.height, mobile=view.mobile)
+    try:
+        ev = visit.page.evaluate
+        out: dict = {"n_math": html.count('class="math'), "theme": ev("document.documentElement.dataset.theme")}
+        out["mjx"] = visit.typeset() if out["n_math"] else 0
+        out["merror"] = visit.page.locator("mjx-merror").count()
+        out["text"] = visit.page.locator("main").inner_text() if visit.page.locator("main").count() else ""
+        out["equations"] = ev(_EQUATIONS)
+        out["figures"] = ev(_FIGURES)
+        out["tables"] = ev(_TABLES)
+        out["code_share"] = ev(_CODE_SHARE) if page.startswith("chapters/") else 0.0
+        out["widgets"] = ev(_WIDGETS)
+        _screenshots(visit, page, view)
+        if view == DESK:
+            ev("document.documentElement.dataset.theme = 'dark'")
+            out["dark_figures"] = ev(_FIGURES)
+            ev("document.documentElement.dataset.theme = 'light'")
+            out["solution"] = _open_first_solution(visit.page)
+        if view == PHONE_VIEW:  # solutions open, so that their formulas count too
+            ev("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+            visit.page.wait_for_timeout(200)
+            out["clipped_inline"] = ev(_CLIPPED_INLINE)
+        out["external"], out["errors"] = list(visit.external), list(visit.errors)
+        return out
     finally:
         visit.close()
+
+
+@pytest.fixture(scope="module")
+def measured(server, browser, scrollbar_browser):
+    """`measured(page, view)`: the measurements of one load of the page in that view, made once per module."""
+    cache: dict[tuple[str, View], dict | Exception] = {}
+    browsers = {False: browser, True: scrollbar_browser}
+
+    def get(page: str, view: View = DESK) -> dict:
+        if (page, view) not in cache:
+            try:
+                cache[page, view] = _measure(browsers, server, page, view)
+            except Exception as error:  # every test of this load reports the same failure
+                cache[page, view] = error
+        result = cache[page, view]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def scrollbar_browser(playwright):
+    """Chromium with scrollbars drawn (Playwright hides them by default)."""
+    b = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, ignore_default_args=["--hide-scrollbars"])
+    yield b
+    b.close()
+
+
+MATH_PAGES = [p for p in PAGES if 'class="math' in (HTML / f"{p}.html").read_text(encoding="utf-8")] \
+    if (HTML / "index.html").exists() else PAGES
+
+
+@pytest.mark.parametrize("page", [*PAGES, "search", *(["genindex"] if (HTML / "genindex.html").exists() else [])])
+def test_page_loads_offline_without_errors(measured, page):
+    """MathJax fetches its fonts and extensions while it typesets: they must come from the site too."""
+    m = measured(page)
+    assert not m["external"], f"{page} fetched from other hosts: {m['external']}"
+    assert not m["errors"], f"{page}: {m['errors']}"
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_math_is_typeset(server, browser, page):
-    n_math = (HTML / f"{page}.html").read_text(encoding="utf-8").count('class="math')
-    visit = Visit(browser, f"{server}/{page}.html")
-    try:
-        if n_math:
-            assert visit.typeset() > 0, f"{page}: {n_math} formulas but no MathJax output"
-        text = visit.page.locator("main").inner_text()
-        for raw in ("$$", "\\(", "\\["):
-            assert raw not in text, f"{page}: raw math delimiter {raw!r} left in the text"
-        assert not visit.page.locator("mjx-merror").count(), f"{page}: MathJax reported a TeX error"
-    finally:
-        visit.close()
+def test_math_is_typeset(measured, page):
+    m = measured(page)
+    if m["n_math"]:
+        assert m["mjx"] > 0, f"{page}: {m['n_math']} formulas but no MathJax output"
+    for raw in ("$$", "\\(", "\\["):
+        assert raw not in m["text"], f"{page}: raw math delimiter {raw!r} left in the text"
+    assert not m["merror"], f"{page}: MathJax reported a TeX error"
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_solution_dropdown_opens(server, browser, page):
-    visit = Visit(browser, f"{server}/{page}.html")
-    try:
-        solution = visit.page.locator("div.solution.dropdown").first
-        assert solution.count(), f"{page} has no solution"
-        body = solution.locator("> :not(.admonition-title)").first
-        assert not body.is_visible(), "a solution must be hidden until clicked"
-        solution.locator(".admonition-title").click()
-        body.wait_for(state="visible")
-    finally:
-        visit.close()
+def test_solution_dropdown_opens(measured, page):
+    solution = measured(page)["solution"]
+    assert solution["exists"], f"{page} has no solution"
+    assert solution["hidden_before"], "a solution must be hidden until clicked"
+    assert solution["opened"], "a click on its title does not show the solution"
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_colab_button_links_an_existing_notebook(server, browser, page):
-    visit = Visit(browser, f"{server}/{page}.html")
-    try:
-        hrefs = visit.page.eval_on_selector_all("a[href*='colab.research.google.com']", "els => els.map(e => e.href)")
-        repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
-        prefix = f"https://colab.research.google.com/github/{repo}/blob/{CONFIG['repository']['branch']}/"
-        assert hrefs and all(h.startswith(prefix) for h in hrefs), hrefs
-        assert (ROOT / hrefs[0].removeprefix(prefix)).is_file(), f"{hrefs[0]} points to no file of the repository"
-    finally:
-        visit.close()
+def test_colab_button_links_an_existing_notebook(measured, page):
+    hrefs = measured(page)["widgets"]["colab"]
+    repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
+    prefix = f"https://colab.research.google.com/github/{repo}/blob/{CONFIG['repository']['branch']}/"
+    assert hrefs and all(h.startswith(prefix) for h in hrefs), hrefs
+    assert (ROOT / hrefs[0].removeprefix(prefix)).is_file(), f"{hrefs[0]} points to no file of the repository"
 
 
 def test_search_finds_a_derived_result(server, browser):
@@ -187,21 +350,18 @@ def test_dark_mode_switch_changes_the_theme(server, browser):
         visit.close()
 
 
-def test_screenshots(server, browser):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    for name, page in [("landing", TOC["root"]), ("chapter", CHAPTERS[-1])]:
-        visit = Visit(browser, f"{server}/{page}.html")
-        try:
-            visit.typeset()
-            visit.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
-        finally:
-            visit.close()
-        assert (SHOTS / f"{name}.png").stat().st_size > 10_000
+@pytest.mark.parametrize("name", ["landing", "chapter", "desktop_light", "desktop_dark", "phone_light", "phone_dark",
+                                  "phone_menu_open"])
+def test_screenshots(measured, name):
+    """Reader's-eye captures for review, taken during the shared loads of the landing page and the chapters."""
+    measured(TOC["root"])
+    measured(CHAPTERS[-1])
+    measured(CHAPTERS[0])
+    measured(CHAPTERS[0], PHONE_VIEW)
+    assert (SHOTS / f"{name}.png").stat().st_size > 10_000
 
 
 # ---- The site as readers meet it (issue 19): navigation, widgets, equations, figures, back matter. ----
-
-PHONE, DESKTOP = 390, 1400
 
 
 def _visible(page, selector: str):
@@ -301,101 +461,57 @@ def test_one_search_entry_and_a_favicon(server, browser, width):
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_every_widget_is_marked_as_a_snapshot_with_a_colab_link(server, browser, page):
+def test_every_widget_is_marked_as_a_snapshot_with_a_colab_link(measured, page):
     n_views = (HTML / f"{page}.html").read_text(encoding="utf-8").count("application/vnd.jupyter.widget-view+json")
-    visit = Visit(browser, f"{server}/{page}.html")
-    try:
-        if not n_views:
-            pytest.skip(f"{page} has no widget")
-        colab = visit.page.eval_on_selector_all(".bd-header-article a[href*='colab.research.google.com']",
-                                                "els => els.map(e => e.href)")
-        views = visit.page.locator('script[type="application/vnd.jupyter.widget-view+json"]')
-        assert views.count() == n_views
-        for i in range(n_views):
-            marker = views.nth(i).locator("xpath=ancestor::div[contains(@class,'widget-snapshot')][1]")
-            assert marker.count() == 1, f"{page}: widget {i + 1} is not wrapped as a snapshot"
-            note = marker.locator(".widget-snapshot__note")
-            assert note.is_visible() and "snapshot" in note.inner_text().lower(), f"{page}: widget {i + 1} unmarked"
-            link = note.locator("a.widget-snapshot__colab")
-            assert link.count() == 1 and link.get_attribute("href") in colab, (
-                f"{page}: widget {i + 1} has no Colab link matching the launch button {colab}")
-    finally:
-        visit.close()
+    if not n_views:
+        pytest.skip(f"{page} has no widget")
+    widgets = measured(page)["widgets"]
+    assert len(widgets["views"]) == n_views
+    for i, view in enumerate(widgets["views"], 1):
+        assert view["marked"], f"{page}: widget {i} is not wrapped as a snapshot"
+        assert "snapshot" in view["note"].lower(), f"{page}: widget {i} unmarked"
+        assert len(view["links"]) == 1 and view["links"][0] in widgets["colab"], (
+            f"{page}: widget {i} has no Colab link matching the launch button {widgets['colab']}")
 
 
-@pytest.fixture(scope="module")
-def scrollbar_browser(playwright):
-    """Chromium with scrollbars drawn (Playwright hides them by default): contexts with `is_mobile` get overlay
-    scrollbars, as phones, tablets and macOS have, which show nothing until the reader scrolls."""
-    b = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, ignore_default_args=["--hide-scrollbars"])
-    yield b
-    b.close()
-
-
-MATH_PAGES = [p for p in PAGES if 'class="math' in (HTML / f"{p}.html").read_text(encoding="utf-8")] \
-    if (HTML / "index.html").exists() else PAGES
-
-
-@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+@pytest.mark.parametrize("view", [DESK, PHONE_VIEW], ids=["desktop", "phone"])
 @pytest.mark.parametrize("page", MATH_PAGES)
-def test_display_equations_fit_or_scroll_visibly(server, scrollbar_browser, page, width):
+def test_display_equations_fit_or_scroll_visibly(measured, page, view):
     """No display equation is wider than its box, unless the box scrolls and shows a scrollbar even where
     scrollbars are overlays."""
-    visit = Visit(scrollbar_browser, f"{server}/{page}.html", width=width, mobile=True)
+    report = measured(page, view)["equations"]
+    wide = [r for r in report if r["need"] > r["have"] + 1]
+    hidden = [r for r in wide if not (r["scrolls"] and r["bar"] >= 4)]
+    assert not hidden, (f"{page} at {view.width} px: {len(hidden)} of {len(report)} display equations are cut off "
+                        f"with no visible scrollbar: {hidden[:5]}")
+
+
+def test_a_dark_preferring_browser_gets_the_dark_theme(server, browser):
+    visit = Visit(browser, f"{server}/{CHAPTERS[0]}.html", color_scheme="dark")
     try:
-        visit.typeset()
-        report = visit.page.evaluate("""() => [...document.querySelectorAll('mjx-container[display="true"]')]
-          .map((box) => {
-            const math = box.querySelector('mjx-math');
-            const need = Math.ceil(math ? math.getBoundingClientRect().width : box.scrollWidth);
-            const cs = getComputedStyle(box);
-            return {tex: (box.closest('.math')?.id || box.textContent.slice(0, 40)), need, have: box.clientWidth,
-                    scrolls: ['auto', 'scroll'].includes(cs.overflowX) && box.scrollWidth > box.clientWidth,
-                    bar: box.offsetHeight - box.clientHeight};
-          })""")
-        wide = [r for r in report if r["need"] > r["have"] + 1]
-        hidden = [r for r in wide if not (r["scrolls"] and r["bar"] >= 4)]
-        assert not hidden, (f"{page} at {width} px: {len(hidden)} of {len(report)} display equations are cut off "
-                            f"with no visible scrollbar: {hidden[:5]}")
+        assert visit.page.evaluate("document.documentElement.dataset.theme") == "dark"
     finally:
         visit.close()
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_dark_mode_shows_figures_on_a_light_card_undimmed(server, browser, page):
-    visit = Visit(browser, f"{server}/{page}.html", color_scheme="dark")
-    try:
-        assert visit.page.evaluate("document.documentElement.dataset.theme") == "dark"
-        styles = visit.page.eval_on_selector_all(
-            ".cell_output img",
-            "els => els.map(e => [getComputedStyle(e).filter, getComputedStyle(e).backgroundColor])")
-        assert styles, f"{page} has no figure"
-        bad = [s for s in styles if s[0] != "none" or s[1] not in ("rgb(255, 255, 255)", "rgba(255, 255, 255, 1)")]
-        assert not bad, f"{page}: {len(bad)} of {len(styles)} figures dimmed or without a light card: {bad[:3]}"
-    finally:
-        visit.close()
+def test_dark_mode_shows_figures_on_a_light_card_undimmed(measured, page):
+    styles = [(f["filter"], f["background"]) for f in measured(page)["dark_figures"] if f["output"]]
+    assert styles, f"{page} has no figure"
+    bad = [s for s in styles if s[0] != "none" or s[1] not in ("rgb(255, 255, 255)", "rgba(255, 255, 255, 1)")]
+    assert not bad, f"{page}: {len(bad)} of {len(styles)} figures dimmed or without a light card: {bad[:3]}"
 
 
 @pytest.mark.parametrize("page_name", ["benchmarks", "reproduction"])
-def test_tables_show_every_column_at_desktop_width(server, browser, page_name):
+def test_tables_show_every_column_at_desktop_width(measured, page_name):
     """The benchmark tables and the reproduction report's tables fit the column at 1400 px: the last columns (a
     claim's Resolution and Independent side) are on the screen, not behind a sideways scroll."""
     if page_name not in PAGES:
         pytest.skip(f"no {page_name} page in this build")
-    visit = Visit(browser, f"{server}/{page_name}.html", width=DESKTOP)
-    try:
-        tables = visit.page.evaluate("""() => [...document.querySelectorAll('main table')].map((t) => {
-            const box = t.closest('.pst-scrollable-table-container') || t.parentElement;
-            const heads = [...t.querySelectorAll('th')];
-            const last = heads.length ? heads[heads.length - 1].getBoundingClientRect().right : 0;
-            return {head: t.querySelector('th')?.textContent, table: Math.ceil(t.getBoundingClientRect().width),
-                    box: box.clientWidth, last: last, screen: window.innerWidth};
-          })""")
-        assert tables, f"no table on the {page_name} page"
-        cut = [t for t in tables if t["table"] > t["box"] + 1 or t["last"] > t["screen"]]
-        assert not cut, f"{page_name}: tables wider than the column (last columns cut off): {cut[:3]}"
-    finally:
-        visit.close()
+    tables = measured(page_name)["tables"]
+    assert tables, f"no table on the {page_name} page"
+    cut = [t for t in tables if t["table"] > t["box"] + 1 or t["last"] > t["screen"]]
+    assert not cut, f"{page_name}: tables wider than the column (last columns cut off): {cut[:3]}"
 
 
 def test_search_snippets_show_no_raw_tex(server, browser):
@@ -409,35 +525,6 @@ def test_search_snippets_show_no_raw_tex(server, browser):
         assert not raw, f"{len(raw)} of {len(snippets)} search snippets show raw TeX: {raw[:2]}"
     finally:
         visit.close()
-
-
-def test_screenshots_phone_and_desktop_light_and_dark(server, browser):
-    """Reader's-eye captures for review: the chapter at phone and desktop width, light and dark, and the open menu."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page = CHAPTERS[0]
-    for width, mobile in ((PHONE, True), (DESKTOP, False)):
-        for scheme in ("light", "dark"):
-            visit = Visit(browser, f"{server}/{page}.html", color_scheme=scheme, width=width, height=900, mobile=mobile)
-            try:
-                visit.typeset()
-                name = SHOTS / f"{'phone' if mobile else 'desktop'}_{scheme}.png"
-                visit.page.screenshot(path=str(name))
-                fig = visit.page.locator(".cell_output img").first
-                if fig.count():
-                    fig.scroll_into_view_if_needed()
-                    visit.page.screenshot(path=str(name.with_name(name.stem + "_figure.png")))
-                widget = visit.page.locator(".widget-snapshot").first
-                if widget.count():
-                    widget.scroll_into_view_if_needed()
-                    visit.page.wait_for_timeout(500)
-                    visit.page.screenshot(path=str(name.with_name(name.stem + "_widget.png")))
-                if mobile and scheme == "light":
-                    _visible(visit.page, ".primary-toggle")[0].tap()
-                    visit.page.wait_for_timeout(400)
-                    visit.page.screenshot(path=str(SHOTS / "phone_menu_open.png"))
-            finally:
-                visit.close()
-            assert name.stat().st_size > 10_000
 
 
 # ---- Equations fit (issue 19, item 3) -----------------------------------------------------------------------------
@@ -458,40 +545,25 @@ WIDE_PENDING = {
 # (5.10) eq-soudry-kkt (274 in 210, inside a theorem), (7.13) eq-wu-stable (347 in 210, inside a theorem) and the
 # Chapter 7 proof's eq-wu-u2-term (333 in 245) and eq-wu-rate-lower (389 in 210).
 BROKEN_EQUATIONS = {"chapters/02_deep_linear": ["eq-saxe-mode-eqs"]}
-_EQUATION_WIDTHS = """() => [...document.querySelectorAll('mjx-container[display="true"]')].map((box) => {
-    const math = box.querySelector('mjx-math');
-    return {id: box.closest('.math')?.id || '', tex: box.textContent.slice(0, 40),
-            need: Math.ceil(math ? math.getBoundingClientRect().width : box.scrollWidth), have: box.clientWidth};
-  })"""
 
 
 @pytest.mark.parametrize("page", MATH_PAGES)
-def test_display_equations_fit_the_column_at_desktop_width(server, browser, page):
+def test_display_equations_fit_the_column_at_desktop_width(measured, page):
     """At 1400 px no display equation needs its scrollbar: the wide ones are broken onto lines."""
-    visit = Visit(browser, f"{server}/{page}.html", width=DESKTOP)
-    try:
-        visit.typeset()
-        wide = [r for r in visit.page.evaluate(_EQUATION_WIDTHS) if r["need"] > r["have"] + 1
-                and r["id"].removeprefix("equation-") not in WIDE_PENDING.get(page, set())]
-        if page in EQUATIONS_PENDING and wide:
-            pytest.skip(f"pending (its owner is breaking them): {[r['id'] or r['tex'] for r in wide]}")
-        assert not wide, f"{page} at {DESKTOP} px: {len(wide)} display equations wider than the column: {wide[:5]}"
-    finally:
-        visit.close()
+    wide = [r for r in measured(page)["equations"] if r["need"] > r["have"] + 1
+            and r["id"].removeprefix("equation-") not in WIDE_PENDING.get(page, set())]
+    if page in EQUATIONS_PENDING and wide:
+        pytest.skip(f"pending (its owner is breaking them): {[r['id'] or r['tex'] for r in wide]}")
+    assert not wide, f"{page} at {DESKTOP} px: {len(wide)} display equations wider than the column: {wide[:5]}"
 
 
 @pytest.mark.parametrize("page", sorted(BROKEN_EQUATIONS))
-def test_broken_equations_fit_a_phone(server, browser, page):
-    visit = Visit(browser, f"{server}/{page}.html", width=PHONE, mobile=True)
-    try:
-        visit.typeset()
-        rows = {r["id"]: r for r in visit.page.evaluate(_EQUATION_WIDTHS)}
-        for label in BROKEN_EQUATIONS[page]:
-            row = rows.get(f"equation-{label}")
-            assert row, f"{page}: no display equation {label}"
-            assert row["need"] <= row["have"] + 1, f"{page} at {PHONE} px: ({label}) is wider than its box: {row}"
-    finally:
-        visit.close()
+def test_broken_equations_fit_a_phone(measured, page):
+    rows = {r["id"]: r for r in measured(page, PHONE_VIEW)["equations"]}
+    for label in BROKEN_EQUATIONS[page]:
+        row = rows.get(f"equation-{label}")
+        assert row, f"{page}: no display equation {label}"
+        assert row["need"] <= row["have"] + 1, f"{page} at {PHONE} px: ({label}) is wider than its box: {row}"
 
 
 # ---- Figure text size (issue 19, item 4) --------------------------------------------------------------------------
@@ -505,72 +577,46 @@ MIN_FONT_KEY = "learndyn:min-font-px"  # learndyn.plotting records the smallest 
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_figure_text_is_at_least_small_print_at_desktop_width(server, browser, page):
+def test_figure_text_is_at_least_small_print_at_desktop_width(measured, page):
     """Each figure's PNG records the pixel height of its smallest text (learndyn.plotting); shown at its displayed
     width on the page, that text must be at least the small print of the body."""
-    visit = Visit(browser, f"{server}/{page}.html", width=DESKTOP)
-    try:
-        shown = visit.page.evaluate("""() => [...document.querySelectorAll('main .cell_output img')]
-          .filter((img) => !img.closest('.widget-snapshot'))
-          .map((img) => ({src: img.getAttribute('src'), shown: img.getBoundingClientRect().width,
-                          natural: img.naturalWidth, alt: (img.alt || '').slice(0, 50)}))""")
-        if page in FIGURE_TEXT_PENDING and not shown:
-            pytest.skip("pending: no figure in this build")
-        assert shown, f"{page} has no figure"
-        small, unknown = [], []
-        for fig in shown:
-            meta = ld_plotting.png_text((HTML / page).parent / fig["src"])
-            if MIN_FONT_KEY not in meta:
-                unknown.append(fig["alt"])
-                continue
-            px = float(meta[MIN_FONT_KEY]) * fig["shown"] / fig["natural"]
-            if px < MIN_FIGURE_TEXT_PX:
-                small.append((fig["alt"], round(px, 1)))
-        if page in FIGURE_TEXT_PENDING and (small or unknown):
-            pytest.skip(f"pending: {len(small)} figures with small text, {len(unknown)} unmeasured")
-        assert not unknown, f"{page}: figures with no recorded text size (not drawn by learndyn.plotting): {unknown}"
-        assert not small, (f"{page}: {len(small)} of {len(shown)} figures show text smaller than "
-                           f"{MIN_FIGURE_TEXT_PX} px at {DESKTOP} px (alt text, px): {small[:5]}")
-    finally:
-        visit.close()
+    shown = [f for f in measured(page)["figures"] if f["output"] and not f["widget"]]
+    if page in FIGURE_TEXT_PENDING and not shown:
+        pytest.skip("pending: no figure in this build")
+    assert shown, f"{page} has no figure"
+    small, unknown = [], []
+    for fig in shown:
+        meta = ld_plotting.png_text((HTML / page).parent / fig["src"])
+        if MIN_FONT_KEY not in meta:
+            unknown.append(fig["alt"])
+            continue
+        px = float(meta[MIN_FONT_KEY]) * fig["shown"] / fig["natural"]
+        if px < MIN_FIGURE_TEXT_PX:
+            small.append((fig["alt"], round(px, 1)))
+    if page in FIGURE_TEXT_PENDING and (small or unknown):
+        pytest.skip(f"pending: {len(small)} figures with small text, {len(unknown)} unmeasured")
+    assert not unknown, f"{page}: figures with no recorded text size (not drawn by learndyn.plotting): {unknown}"
+    assert not small, (f"{page}: {len(small)} of {len(shown)} figures show text smaller than "
+                       f"{MIN_FIGURE_TEXT_PX} px at {DESKTOP} px (alt text, px): {small[:5]}")
 
 
 @pytest.mark.parametrize("page", [*CHAPTERS, "benchmarks"])
-def test_figures_keep_their_aspect_ratio_on_a_phone(server, browser, page):
+def test_figures_keep_their_aspect_ratio_on_a_phone(measured, page):
     """At 390 px every figure is shrunk to the column: its drawn aspect ratio must stay its PNG's (to 1 %), not be
     squashed by a fixed height beside a shrunk width."""
-    visit = Visit(browser, f"{server}/{page}.html", width=PHONE, height=844, mobile=True)
-    try:
-        imgs = visit.page.evaluate("""() => [...document.querySelectorAll('main img')]
-          .filter((img) => img.naturalWidth > 0 && img.getBoundingClientRect().width > 0)
-          .map((img) => {const r = img.getBoundingClientRect();
-                         return {drawn: r.width / r.height, png: img.naturalWidth / img.naturalHeight,
-                                 alt: (img.alt || '').slice(0, 50)};})""")
-        assert imgs, f"{page} has no figure"
-        bad = [(i["alt"], round(i["drawn"], 3), round(i["png"], 3)) for i in imgs
-               if abs(i["drawn"] / i["png"] - 1) > 0.01]
-        assert not bad, f"{page}: {len(bad)} of {len(imgs)} figures drawn out of shape at {PHONE} px: {bad[:4]}"
-    finally:
-        visit.close()
+    imgs = measured(page, PHONE_VIEW)["figures"]
+    assert imgs, f"{page} has no figure"
+    bad = [(i["alt"], round(i["drawn"], 3), round(i["png"], 3)) for i in imgs if abs(i["drawn"] / i["png"] - 1) > 0.01]
+    assert not bad, f"{page}: {len(bad)} of {len(imgs)} figures drawn out of shape at {PHONE} px: {bad[:4]}"
 
 
 @pytest.mark.parametrize("page", MATH_PAGES)
-def test_inline_formulas_are_never_clipped_on_a_phone(server, browser, page):
+def test_inline_formulas_are_never_clipped_on_a_phone(measured, page):
     """An inline formula wider than the room it has must scroll (the theme's span.math hides overflow, which cut
     182 formulas off at the right edge of a phone): every inline formula is either whole or scrollable. Solutions
     are opened first, so their formulas count too."""
-    visit = Visit(browser, f"{server}/{page}.html", width=PHONE, height=844, mobile=True)
-    try:
-        visit.page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
-        visit.typeset()
-        clipped = visit.page.evaluate("""() => [...document.querySelectorAll('main span.math')]
-          .filter((s) => !s.closest('div.math') && s.getBoundingClientRect().width > 0)
-          .filter((s) => s.scrollWidth > s.clientWidth + 1)
-          .filter((s) => !['auto', 'scroll'].includes(getComputedStyle(s).overflowX))
-          .map((s) => s.textContent.slice(0, 40))""")
-        assert not clipped, f"{page}: {len(clipped)} inline formulas clipped at {PHONE} px, e.g. {clipped[:4]}"
-    finally:
-        visit.close()
+    clipped = measured(page, PHONE_VIEW)["clipped_inline"]
+    assert not clipped, f"{page}: {len(clipped)} inline formulas clipped at {PHONE} px, e.g. {clipped[:4]}"
 
 
 CODE_SHARE_MAX = 0.25
@@ -581,19 +627,11 @@ CODE_SHARE_PENDING = {f"chapters/{p.stem}" for p in (ROOT / "chapters").glob("[0
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_code_is_at_most_a_quarter_of_a_chapter_at_desktop_width(server, browser, page):
+def test_code_is_at_most_a_quarter_of_a_chapter_at_desktop_width(measured, page):
     """A chapter page is mostly text: the code a reader sees unfolded (the experiments; the code that checks a
     result is folded under "Show code cell source", its outcome already in the "✓ N checks passed" line) is at
     most a quarter of the page's height at 1400 px."""
-    visit = Visit(browser, f"{server}/{page}.html", width=DESKTOP)
-    try:
-        share = visit.page.evaluate("""() => {
-          const main = document.querySelector('main article') || document.querySelector('main');
-          const code = [...main.querySelectorAll('.cell_input')]
-            .map((el) => el.getBoundingClientRect().height).reduce((a, b) => a + b, 0);
-          return code / main.getBoundingClientRect().height; }""")
-        if page in CODE_SHARE_PENDING:
-            pytest.skip(f"pending: code is {100 * share:.0f} % of the page at {DESKTOP} px")
-        assert share <= CODE_SHARE_MAX, f"{page}: code is {100 * share:.0f} % of the page at {DESKTOP} px"
-    finally:
-        visit.close()
+    share = measured(page)["code_share"]
+    if page in CODE_SHARE_PENDING:
+        pytest.skip(f"pending: code is {100 * share:.0f} % of the page at {DESKTOP} px")
+    assert share <= CODE_SHARE_MAX, f"{page}: code is {100 * share:.0f} % of the page at {DESKTOP} px"

@@ -1,4 +1,4 @@
-"""The standard of a claim, held over the records the chapters wrote when they ran (`make notebooks` first).
+"""The standard of a claim, held over the records the chapters wrote when they ran (`make book` or `make notebooks` first).
 
 Every record has a kind; every claim names its independent side and has a resolution; sanity checks are at most a
 quarter of a chapter's checks. For the chapters in HELD also:
@@ -41,7 +41,7 @@ POWER_PENDING: list[str] = ["03_ssl_noncontrastive", "04_ssl_stepwise", "06_edge
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_records_meet_the_standard(chapter):
     path = RECORDS / f"{chapter}.json"
-    assert path.exists(), f"no check records for {chapter}: run the notebooks first (make notebooks)"
+    assert path.exists(), f"no check records for {chapter}: run the chapters first (make book or make notebooks)"
     rows = records.load(RECORDS)[chapter]
     assert rows, f"{chapter} recorded no check"
     assert all(r["passed"] for r in rows), [r["name"] for r in rows if not r["passed"]]
