@@ -358,3 +358,28 @@ def test_gd_map_reports_the_step_it_diverges():
 def test_empty_views_are_refused():
     with pytest.raises(ValueError, match="n, m >= 1"):
         barlow.gamma_matrix(np.zeros((0, 6)), np.zeros((0, 6)))
+
+
+def test_next_term_of_the_step_count_against_the_exact_map():
+    lam = np.array([1.0, 0.7, 0.5, 0.35])
+    for lr, s in [(2e-3, 1e-6), (1e-2, 1e-12), (3e-2, 1e-9)]:
+        a0 = lam * s
+        steps = int(1.3 * barlow.barlow_gd_steps(lam, a0, lr).max())
+        hist = History(np.arange(steps + 1), {"eigC": barlow.barlow_gd_map(lam, a0, lr, steps)})
+        k = barlow.measured_step_times(hist)
+        r = 8 * lr * lam
+        old = np.abs(k - barlow.barlow_gd_steps(lam, a0, lr))
+        new = np.abs(k - barlow.barlow_gd_steps(lam, a0, lr, next_term=True))
+        assert np.all(new <= r / 8)                            # what is left: O(r) without the logarithm
+        assert np.all(new < 0.6 * old)
+
+
+def test_nonlinear_gain_vanishes_for_aligned_and_scales_with_chi():
+    lam = np.array([1.0, 0.5, 0.25, 0.125, 0.06, 0.03])
+    G, V = barlow.make_gamma(lam, m=6, seed=1)
+    W_al = barlow.aligned_init(G, 3, varsigma=1e-3)
+    assert np.allclose(barlow.nonlinear_gain(W_al, G, 3), 0.0, atol=1e-20)
+    W0 = barlow.small_init(3, 6, np.array([1e-3, 1e-6]), seed=2)
+    th = barlow.nonlinear_gain(W0, G, 3)
+    assert th.shape == (2, 3) and np.all(th[:, 0] == 0) and np.all(th[:, 1:] > 0)
+    assert np.all(th[1, 1:] < th[0, 1:])                       # smaller init, smaller gain

@@ -6,8 +6,8 @@ C = W Gamma W^T (eq. `eq-ssl2-C`) and the loss is L(W) = ||C - I_d||_F^2 (eq. `e
 grad L = 4 (C - I) W Gamma (eq. `eq-ssl2-grad`). Along an eigenvector v_j of Gamma (eigenvalue lambda_j) the
 strength a_j = lambda_j ||W v_j||^2 follows the logistic law da/dt = 8 lambda_j a (1 - a) (eq. `eq-ssl2-logistic`).
 
-Time: GD step k is compared with gradient-flow time t = lr * k ("our normalisation": Simon et al. (2023) scale
-loss and time differently, so their time constants differ from ours by a constant factor).
+Time: GD step k is compared with gradient-flow time t = lr * k ("our normalisation", the chapter's admonition): a
+source that trains alpha L at learning rate lr' is GD on L at lr = alpha lr', so its time lr' k is ours over alpha.
 Also: the linear-phase criterion for the step times (eq. `eq-ssl2-linear-phase`), the frozen remainder of the
 lower modes (eq. `eq-ssl2-frozen`), GD's largest lag (eq. `eq-ssl2-lag-max`), and linear VICReg and SimCLR
 (eqs. `eq-ssl2-vicreg`, `eq-ssl2-simclr`).
@@ -56,6 +56,7 @@ __all__ = [
     "barlow_gd_map",
     "barlow_gd_steps",
     "barlow_lag_max",
+    "nonlinear_gain",
     "effective_a0",
     "barlow_step_times",
     "linear_phase_a0",
@@ -168,19 +169,51 @@ def barlow_gd_map(lam: ArrayLike, a0: ArrayLike, lr: float, steps: int) -> np.nd
     return out
 
 
-def barlow_gd_steps(lam: ArrayLike, a0: ArrayLike, lr: float, level: float = 0.5) -> np.ndarray:
+def barlow_gd_steps(lam: ArrayLike, a0: ArrayLike, lr: float, level: float = 0.5,
+                    next_term: bool = False) -> np.ndarray:
     """GD steps for a mode to reach `level`, eq. `eq-ssl2-gd-steps`:
 
         k = t / lr + ln(level / a0) / 4 + ln((1 - level) / (1 - a0)) / 2,     t = `barlow_time`(lam, a0, level).
 
     In y = ln a one GD step adds D(y) = 2 ln(1 + r (1 - a) / 2), r = 8 lr lam; the steps needed are
-    int dy / D + ln(D(y) / D(y0)) / 2 (Euler-Maclaurin), and 1/D = 1/(r (1 - a)) + 1/4 + O(r). The middle term is
-    GD's lag (relative r/4), the last a fixed offset. Error O(r) steps.
+    int dy / D + ln(D(y) / D(y0)) / 2 (Euler-Maclaurin), and 1/D = 1/(r (1 - a)) + 1/4 - r (1 - a) / 48 + O(r^2).
+    The middle term is GD's lag (relative r/4), the last a fixed offset. Error O(r) steps: with `next_term`, the
+    third term of 1/D is integrated too, -(r/48) (ln(level / a0) - level + a0) steps (GD crosses that much earlier),
+    and what is left is O(r) without the logarithm (about r/10 on the exact map `barlow_gd_map`).
     """
     lr, level = as_positive("lr", lr), _level(level)
     a0 = as_real_array("a0", a0, nonempty=True)
-    return (barlow_time(lam, a0, level=level) / lr + 0.25 * np.log(level / a0)
-            + 0.5 * np.log((1 - level) / (1 - a0)))
+    k = (barlow_time(lam, a0, level=level) / lr + 0.25 * np.log(level / a0)
+         + 0.5 * np.log((1 - level) / (1 - a0)))
+    if as_bool("next_term", next_term):
+        k = k - 8.0 * lr * np.asarray(lam, dtype=float) / 48.0 * (np.log(level / a0) - level + a0)
+    return k
+
+
+def nonlinear_gain(W0: ArrayLike, Gamma: ArrayLike, d: int, a0: ArrayLike | None = None) -> np.ndarray:
+    """First-order size of the nonlinear-phase gain of each mode, as a relative change of its strength; (..., d).
+
+    While mode i < j saturates, the part of w_j along its Gram-Schmidt direction q_i stops growing only when mode i
+    is learned, at ||q_i^T w_j(0)||^2 a_i^{-lam_j / lam_i}; at the crossing of mode j (where its orthogonal part has
+    grown by 1 / a_j) that frozen part is a relative theta_j = sum_{i<j} chi_ij a_j a_i^{-lam_j / lam_i} of its
+    strength, chi_ij = (q_i^T w_j(0))^2 / ||P_perp(<j) w_j(0)||^2. A relative change theta of the strength moves
+    the crossing by theta rise times 1 / (8 lam_j). a0: the effective strengths (default `linear_phase_a0`).
+    An order-of-magnitude estimate (it neglects the rotation of the saturated directions), not a correction.
+    """
+    W0, G = _check_pair(W0, Gamma, "W0")
+    d = _check_d(d, W0, G, "W0")
+    lam, V = _top_eigh(G, d)
+    a = linear_phase_a0(W0, G, d) if a0 is None else np.broadcast_to(as_real_array("a0", a0), W0.shape[:-2] + (d,))
+    w = (W0 @ V).reshape(-1, d, d)                               # column j is w_j = W0 v_j
+    a = np.asarray(a, dtype=float).reshape(-1, d)
+    out = np.zeros_like(a)
+    for b in range(len(w)):
+        q = np.linalg.qr(w[b])[0]
+        for j in range(1, d):
+            along = q[:, :j].T @ w[b][:, j]
+            perp2 = np.sum((w[b][:, j] - q[:, :j] @ along) ** 2)
+            out[b, j] = sum(along[i] ** 2 / perp2 * a[b, j] * a[b, i] ** (-lam[j] / lam[i]) for i in range(j))
+    return out.reshape(W0.shape[:-2] + (d,))
 
 
 def barlow_lag_max(lam: ArrayLike, a0: ArrayLike, lr: float) -> np.ndarray:
