@@ -2,12 +2,17 @@
 
 Builds learndyn as a wheel, installs it into a fresh virtual environment with only what `pyproject.toml` declares
 (plus what Colab already has: its own torch, a Jupyter kernel and ipywidgets; torch is pinned to this machine's CPU
-build as a stand-in for Colab's), and executes chapter notebooks there with nbclient. A chapter must never depend
-on something only the book's toolchain (`requirements.txt`) installs. Needs the package registry.
+build as a stand-in for Colab's), and runs there the setup and imports cells of every Colab edition and one whole
+chapter (the Preface: widgets, figures, checks). Every cell of every chapter already runs in the book's build; what
+is particular to Colab is the environment, and that is covered without a third execution of the book: no chapter
+imports a module Colab lacks, and no module of learndyn that a chapter can reach imports one either (a static scan of
+every import statement, at any depth, of the package). Needs the package registry.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import shutil
 import subprocess
 import sys
@@ -19,6 +24,35 @@ ROOT = Path(__file__).resolve().parents[1]
 # Colab's preinstalled stack, stood in for by what this machine can install offline-fast.
 COLAB_PREINSTALLED = ["torch==2.13.0", "ipykernel", "nbclient", "nbformat", "ipywidgets"]
 CHAPTERS = sorted((ROOT / "colab").glob("*.ipynb"))  # the Colab editions: what the Colab button opens
+WHOLE = "00_preface"  # the chapter run whole in the stand-in
+# What Colab provides besides the declared dependencies (its kernel; ipywidgets is the `widgets` extra).
+COLAB_PROVIDED = {"IPython", "ipykernel", "ipywidgets", "matplotlib_inline"}
+DECLARED = {"numpy", "scipy", "matplotlib", "torch", "sklearn"}  # pyproject's dependencies, as imported
+# learndyn's tooling for the book's authors (notebook conversion, student editions): never imported by a chapter.
+TOOLING = {"learndyn.colab", "learndyn.teach"}
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    """The modules an AST imports, at any depth (inside functions too)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def _code_cells(notebook: Path) -> list[str]:
+    nb = json.loads(notebook.read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def _package_modules() -> dict[str, set[str]]:
+    """Each module of learndyn (dotted name) with the modules it imports."""
+    lib = ROOT / "lib"
+    return {".".join(p.relative_to(lib).with_suffix("").parts).removesuffix(".__init__"): _imports(ast.parse(
+        p.read_text())) for p in (lib / "learndyn").rglob("*.py")}
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +80,49 @@ def test_wheel_declares_no_book_toolchain(colab_python):
         assert f"{tool}==" not in out, f"{tool} is installed in the Colab stand-in: the test would prove nothing"
 
 
-@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
-def test_chapter_runs_with_the_package_alone(colab_python, notebook, tmp_path):
+def _allowed(module: str) -> bool:
+    top = module.split(".")[0]
+    return top in sys.stdlib_module_names or top in DECLARED | COLAB_PROVIDED or (
+        top == "learndyn" and not any(module == t or module.startswith(t + ".") for t in TOOLING))
+
+
+def test_no_chapter_and_no_module_it_reaches_needs_the_book_toolchain():
+    """Static: every import of every Colab edition, and of every learndyn module except the authors' tooling, is the
+    standard library, a declared dependency or part of Colab."""
+    bad = {}
+    for notebook in CHAPTERS:
+        found = set().union(*(_imports(ast.parse("\n".join(line for line in cell.splitlines()
+                                                             if not line.lstrip().startswith(("%", "!")))))
+                              for cell in _code_cells(notebook)))
+        bad.update({f"{notebook.name}: {m}": "" for m in found if not _allowed(m)})
+    for module, found in _package_modules().items():
+        if module not in TOOLING:
+            bad.update({f"{module}: {m}": "" for m in found if not _allowed(m)})
+    assert not bad, f"imports Colab does not provide: {sorted(bad)}"
+
+
+def _run(colab_python: Path, notebook: Path, tmp_path: Path, cells: int | None = None) -> subprocess.CompletedProcess:
+    """Execute the notebook (or its first `cells` code cells) with nbclient in the stand-in."""
     script = (
         "import nbformat\n"
         "from nbclient import NotebookClient\n"
         f"nb = nbformat.read({str(notebook)!r}, as_version=4)\n"
+        f"code = [i for i, c in enumerate(nb.cells) if c.cell_type == 'code'][:{cells}]\n"
+        "nb.cells = [c for i, c in enumerate(nb.cells) if c.cell_type != 'code' or i in code]\n"
         f"resources = {{'metadata': {{'path': {str(tmp_path)!r}}}}}\n"
         "NotebookClient(nb, timeout=600, kernel_name='python3', resources=resources).execute()\n"
     )
-    run = subprocess.run([str(colab_python), "-c", script], capture_output=True, text=True,
-                         env={"PATH": str(colab_python.parent), "HOME": str(tmp_path), "MPLBACKEND": "Agg"})
+    return subprocess.run([str(colab_python), "-c", script], capture_output=True, text=True,
+                          env={"PATH": str(colab_python.parent), "HOME": str(tmp_path), "MPLBACKEND": "Agg"})
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
+def test_setup_and_imports_of_every_chapter_run_with_the_package_alone(colab_python, notebook, tmp_path):
+    run = _run(colab_python, notebook, tmp_path, cells=2)  # the install cell, then the imports and ld.setup
+    assert run.returncode == 0, f"{notebook.name} failed with the package alone:\n{run.stderr[-3000:]}"
+
+
+def test_a_whole_chapter_runs_with_the_package_alone(colab_python, tmp_path):
+    notebook = ROOT / "colab" / f"{WHOLE}.ipynb"
+    run = _run(colab_python, notebook, tmp_path)
     assert run.returncode == 0, f"{notebook.name} failed with the package alone:\n{run.stderr[-3000:]}"
