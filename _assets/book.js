@@ -34,6 +34,19 @@
     var original = Search.htmlToText;
     Search.htmlToText = function (htmlString, anchor) { return plainMath(original(htmlString, anchor)); };
     Search.htmlToText.bookPatched = true;
+    /* Sphinx appends the summary of each hit unchecked; it is null when the hit's anchor names no section of the
+       page's text (searches for "catapult" or "max-margin" threw "appendChild" errors): fall back to the page's
+       whole text, then to an empty snippet. */
+    var summary = Search.makeSearchSummary;
+    if (summary) {
+      Search.makeSearchSummary = function (htmlText, keywords, anchor) {
+        var found = summary(htmlText, keywords, anchor) || (anchor ? summary(htmlText, keywords) : null);
+        if (found) return found;
+        var empty = document.createElement("p");
+        empty.classList.add("context");
+        return empty;
+      };
+    }
   }
   window.bookPlainMath = plainMath;
 

@@ -340,6 +340,19 @@ def test_search_finds_a_derived_result(server, browser):
         visit.close()
 
 
+@pytest.mark.parametrize("term", ["catapult", "max-margin"])
+def test_search_shows_every_hit_without_a_script_error(server, browser, term):
+    """Hits whose anchor names no section once threw appendChild errors in Sphinx's searchtools and lost their
+    snippet."""
+    visit = Visit(browser, f"{server}/search.html?q={term}")
+    try:
+        visit.page.wait_for_selector("#search-results li a", timeout=30_000)
+        visit.page.wait_for_timeout(1_000)  # every result's snippet is fetched separately
+        assert not visit.errors, f"search for {term!r}: {visit.errors}"
+    finally:
+        visit.close()
+
+
 def test_dark_mode_switch_changes_the_theme(server, browser):
     visit = Visit(browser, f"{server}/{CHAPTERS[0]}.html")
     try:
