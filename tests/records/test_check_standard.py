@@ -1,4 +1,4 @@
-"""The standard of a claim, held over the records the chapters wrote when they ran (`make book` or `make notebooks` first).
+"""The standard of a claim, held over the records the chapters wrote when they ran (`make book` or `make notebooks`).
 
 Every record has a kind; every claim names its independent side and has a resolution; sanity checks are at most a
 quarter of a chapter's checks. For the chapters in HELD also:
