@@ -333,9 +333,11 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, lr: f
     `top_eigs`: `first_iters` products the first time, then at most `eig_iters` warm-started from the previous
     vectors, stopping once the relative residual ||Hv - Sv|| / S is below `eig_tol` (krylov; for power and lanczos
     `eig_tol` is their own tolerance). The default, a Krylov (Lanczos) space of the previous top eigenvector grown
-    until the residual is below 2e-3 (so the Ritz value is within about r^2 S / gap, ~0.05 %, when the gap to the
-    next eigenvalue is 0.1), tracks the Chapter 6 runs, where the top eigenvalues cluster and 6 warm power
-    iterations are 3-12 % low; a fixed 8 products were 2.6 % low once, where the top eigenvector changed.
+    until the residual r is below 2e-3, tracks the Chapter 6 runs, where the top eigenvalues cluster and 6 warm
+    power iterations are 3-12 % low; a fixed 8 products were 2.6 % low once, where the top eigenvector changed.
+    The residual certifies that *some* eigenvalue lies within r S of the estimate (within about r^2 S / gap when
+    it is separated by a gap), not that it is the top one: a warm start can miss an eigenvector that has just
+    overtaken the top. Chapter 6 checks the estimates against cold-start solves along its run.
     The model is not modified. Returns a History over steps 0..steps with metrics
     "loss" and "acc"; `final` holds "eig_steps", "sharpness" (top eigenvalue), "eigs" (all k), "eig_residual"
     (the relative residual ||Hv - Sv|| / S of each sharpness estimate), "eig_hvps" (products per estimate),
