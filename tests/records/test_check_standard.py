@@ -29,9 +29,9 @@ HELD = [
     "05_implicit_bias", "06_edge_of_stability", "07_large_stepsize", "08_diagonal",
 ]
 # Chapters held to the per-claim rules above but not yet to the check-power rules (rivals, constants, circular
-# tolerances) and the extra seed: the check-power issue empties this list. Chapter 3: "every final F_j" at
-# kappa = 0.02 fails at LEARNDYN_SEED=1 (the final-state formula's hypotheses, review M1).
-POWER_PENDING: list[str] = ["03_ssl_noncontrastive"]
+# tolerances) and the extra seed. Empty: every chapter meets them (2026-12-02). A chapter goes here only while its
+# owner restates a claim, with the reason.
+POWER_PENDING: list[str] = []
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
