@@ -9,7 +9,8 @@ LaTeX build only, this post-transform
 - keeps the front matter unnumbered and starts the chapter numbers at 1 with Chapter 1, as on the website;
 - opens a LaTeX part for each captioned part of chapters, and puts the back matter into appendices;
 - moves every exercise's solution into a last appendix "Solutions to the exercises", one section per chapter, each
-  solution headed by the number of its exercise (the exercises stay where they are, in their chapters);
+  solution headed by the number of its exercise and set as text, not in a box (the exercises stay where they are);
+- sets the reproduction report's per-chapter tables as one paragraph per check;
 - drops interactive widgets, whose static figure stands next to each of them, and the website's bibliography page
   (LaTeX gathers the references into the bibliography at the end of the book);
 - drops the reproduction report's links back to check outputs (a PDF of the book has no "cell" to go to);
@@ -56,6 +57,7 @@ class BookStructure(SphinxPostTransform):
             return
         self._drop_widgets()
         self._drop_report_cell_links()
+        self._report_tables_as_paragraphs()
         self._drop_bibliography_page(files)
         self._about_this_book()
         self._parts_and_numbering(files)
@@ -79,6 +81,35 @@ class BookStructure(SphinxPostTransform):
                     para.replace(before, nodes.Text(before[:-2]))
                 if isinstance(after, nodes.Text) and after.startswith(")"):
                     para.replace(after, nodes.Text(after[1:]))
+
+    def _report_tables_as_paragraphs(self) -> None:
+        """The reproduction report's per-chapter tables have eight columns whose cells run to many lines: a longtable
+        row cannot break across pages, so tall rows printed under the footer and narrow columns split numbers and
+        code names. On paper each check becomes a paragraph, its check name in bold, then each column as "Name: value"
+        (the website keeps the tables)."""
+        for table in list(self.document.findall(nodes.table)):
+            if "reproduction-report" not in table.get("classes", []):
+                continue
+            group = next(iter(table.findall(nodes.tgroup)))
+            heads = [e.astext() for e in next(iter(group.findall(nodes.thead))).findall(nodes.entry)]
+            items = nodes.bullet_list(classes=["reproduction-checks"])
+            for row in next(iter(group.findall(nodes.tbody))).findall(nodes.row):
+                # the row's targets (the chapters link to a check's row) move to its paragraph
+                para = nodes.paragraph(ids=[i for n in (row, *row.findall(nodes.entry)) for i in n.get("ids", [])])
+                for index, (head, entry) in enumerate(zip(heads, row.findall(nodes.entry), strict=False)):
+                    content = [c.deepcopy() for p in entry.findall(nodes.paragraph)
+                               for c in (*p.children, nodes.Text("; "))][:-1]
+                    if not content or not entry.astext().strip():
+                        continue
+                    if index == 0:
+                        para += nodes.strong("", "", *content)
+                        para += nodes.Text(". ")
+                    else:
+                        para += nodes.emphasis("", f"{head}: ")
+                        para.extend(content)
+                        para += nodes.Text(". " if index < len(heads) - 1 else "")
+                items += nodes.list_item("", para)
+            table.replace_self(items)
 
     @staticmethod
     def _drop_bibliography_page(files: dict[str, nodes.Element]) -> None:
@@ -159,6 +190,7 @@ class SolutionsAppendix(SphinxPostTransform):
         solutions = list(self.document.findall(solution_node))
         if not solutions:
             return
+        registry = getattr(self.env, "sphinx_exercise_registry", {})
         top = next(iter(self.document.findall(nodes.section)))
         appendix = nodes.section(ids=["solutions-to-the-exercises"])
         appendix += nodes.title(text="Solutions to the exercises")
@@ -172,12 +204,17 @@ class SolutionsAppendix(SphinxPostTransform):
                 by_chapter[chapter] += nodes.title(text=chapter)
                 appendix += by_chapter[chapter]
             sol.parent.remove(sol)
+            # Not a box: a code cell is a framed box itself, and a framed box inside another cannot break across
+            # pages (long solution code ran under the footer); the heading names the exercise (the box said only
+            # "Solution"), and the label that links to the solution stays.
             exercise = exercises.get(sol.get("target_label"))
-            if exercise is not None:  # the admonition of a solution says only "Solution" in LaTeX: name its exercise
-                heading = nodes.paragraph()
-                heading += nodes.strong(text=f"Solution to {exercise}")
-                sol.insert(0, heading)
-            by_chapter[chapter] += sol
+            entry = registry.get(sol.get("label"))
+            if entry is not None:
+                by_chapter[chapter] += _raw(f"\\phantomsection\\label{{{entry.get('docname')}:{sol['label']}}}")
+            heading = nodes.paragraph(ids=list(sol.get("ids", [])), classes=["solution-heading"])
+            heading += nodes.strong(text=f"Solution to {exercise}" if exercise else "Solution")
+            by_chapter[chapter] += heading
+            by_chapter[chapter].extend(c for c in sol.children if not isinstance(c, nodes.title))
         if not any(isinstance(n, nodes.raw) and "\\appendix" in n.astext() for n in self.document.findall(nodes.raw)):
             top += _raw(r"\appendix")
         top += appendix
