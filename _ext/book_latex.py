@@ -11,6 +11,7 @@ LaTeX build only, this post-transform
 - moves every exercise's solution into a last appendix "Solutions to the exercises", one section per chapter, each
   solution headed by the number of its exercise and set as text, not in a box (the exercises stay where they are);
 - sets the reproduction report's per-chapter tables as one paragraph per check;
+- drops the code the website folds (outside solutions), keeping its outputs;
 - drops interactive widgets, whose static figure stands next to each of them, and the website's bibliography page
   (LaTeX gathers the references into the bibliography at the end of the book);
 - drops the reproduction report's links back to check outputs (a PDF of the book has no "cell" to go to);
@@ -36,6 +37,15 @@ def _raw(tex: str) -> nodes.raw:
     return nodes.raw("", tex + "\n", format="latex")
 
 
+def _inside(node: nodes.Node, kind: type) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, kind):
+            return True
+        parent = parent.parent
+    return False
+
+
 def _toc_parts(srcdir: Path) -> list[tuple[str, bool, list[str]]]:
     """(caption, numbered, docnames) of each part of `_toc.yml`."""
     toc = yaml.safe_load((srcdir / "_toc.yml").read_text())
@@ -56,6 +66,7 @@ class BookStructure(SphinxPostTransform):
         if not files:
             return
         self._drop_widgets()
+        self._drop_folded_code()
         self._drop_report_cell_links()
         self._report_tables_as_paragraphs()
         self._drop_bibliography_page(files)
@@ -81,6 +92,15 @@ class BookStructure(SphinxPostTransform):
                     para.replace(before, nodes.Text(before[:-2]))
                 if isinstance(after, nodes.Text) and after.startswith(")"):
                     para.replace(after, nodes.Text(after[1:]))
+
+    def _drop_folded_code(self) -> None:
+        """The code the website folds (hide-input: the checks' and the figures' code) is not printed; the outputs stay,
+        and the notebooks have every line. Solutions keep their code: it is the answer."""
+        for cell in list(self.document.findall(nodes.container)):
+            if "tag_hide-input" not in cell.get("classes", []) or _inside(cell, solution_node):
+                continue
+            for source in [c for c in cell.children if "cell_input" in c.get("classes", [])]:
+                cell.remove(source)
 
     def _report_tables_as_paragraphs(self) -> None:
         """The reproduction report's per-chapter tables have eight columns whose cells run to many lines: a longtable
