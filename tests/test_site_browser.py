@@ -118,21 +118,17 @@ PHONE, DESKTOP = 390, 1400
 
 @dataclass(frozen=True)
 class View:
-    """How a reader meets a page: the viewport, the colour scheme, a phone (touch, overlay scrollbars) or not, and
-    whether scrollbars are drawn (Playwright hides them unless asked)."""
+    """The viewport of a shared load. Every shared load is a touch device with scrollbars drawn as overlays (Chromium
+    with `is_mobile`, scrollbars not hidden): phones, tablets and macOS show nothing of a scrollbar until the reader
+    scrolls, so a box that scrolls must draw its own bar. At 1400 px the layout is the desktop one (the pages set a
+    device-width viewport)."""
 
     width: int = DESKTOP
     height: int = 900
-    scheme: str = "light"
-    mobile: bool = False
-    scrollbars: bool = False
 
 
-# Scrollbars drawn, as overlays: `is_mobile` contexts get overlay scrollbars, as phones, tablets and macOS have,
-# which show nothing until the reader scrolls, so a box that scrolls must draw its own bar. At 1400 px the layout is
-# the desktop one (the pages set a device-width viewport).
-DESK = View(mobile=True, scrollbars=True)
-PHONE_VIEW = View(width=PHONE, height=844, mobile=True, scrollbars=True)
+DESK = View()
+PHONE_VIEW = View(width=PHONE, height=844)
 
 _EQUATIONS = """() => [...document.querySelectorAll('mjx-container[display="true"]')].map((box) => {
     const math = box.querySelector('mjx-math');
@@ -227,15 +223,14 @@ def _screenshots(visit: Visit, page: str, view: View) -> None:
         visit.page.keyboard.press("Escape")
 
 
-def _measure(browsers, server: str, page: str, view: View) -> dict:
+def _measure(browser, server: str, page: str, view: View) -> dict:
     """Everything the per-page tests assert on, from one load of `page` in `view`. Measurements that change the page
     (opening the solutions, switching the theme) come last."""
     html = (HTML / f"{page}.html").read_text(encoding="utf-8") if (HTML / f"{page}.html").exists() else ""
-    visit = Visit(browsers[view.scrollbars], f"{server}/{page}.html", color_scheme=view.scheme, width=view.width,
-                  height=view.height, mobile=view.mobile)
+    visit = Visit(browser, f"{server}/{page}.html", width=view.width, height=view.height, mobile=True)
     try:
         ev = visit.page.evaluate
-        out: dict = {"n_math": html.count('class="math'), "theme": ev("document.documentElement.dataset.theme")}
+        out: dict = {"n_math": html.count('class="math')}
         out["mjx"] = visit.typeset() if out["n_math"] else 0
         out["merror"] = visit.page.locator("mjx-merror").count()
         out["text"] = visit.page.locator("main").inner_text() if visit.page.locator("main").count() else ""
@@ -261,15 +256,14 @@ def _measure(browsers, server: str, page: str, view: View) -> dict:
 
 
 @pytest.fixture(scope="module")
-def measured(server, browser, scrollbar_browser):
+def measured(server, scrollbar_browser):
     """`measured(page, view)`: the measurements of one load of the page in that view, made once per module."""
     cache: dict[tuple[str, View], dict | Exception] = {}
-    browsers = {False: browser, True: scrollbar_browser}
 
     def get(page: str, view: View = DESK) -> dict:
         if (page, view) not in cache:
             try:
-                cache[page, view] = _measure(browsers, server, page, view)
+                cache[page, view] = _measure(scrollbar_browser, server, page, view)
             except Exception as error:  # every test of this load reports the same failure
                 cache[page, view] = error
         result = cache[page, view]
