@@ -4,7 +4,8 @@
 
 runs each chapter notebook (`chapters/NN_*.ipynb`) once per seed in a fresh kernel, with LEARNDYN_SEED=k (every
 draw of the chapter moves, its text and tolerances do not) and LEARNDYN_CHECKS_KEEP_GOING=1 (a failed check is
-recorded and the notebook goes on, so every claim gets its count). The records go to `_build/checks/seed-k/`;
+recorded and the notebook goes on, so every claim gets its count). The records go to `_build/checks/seed-k/`
+(under $LEARNDYN_CHECKS_DIR instead of `_build/checks` when it is set);
 the summary -- for every claim of the default run, pass or fail at each seed -- to `--out` (`make robust` writes
 `tests/records/robust.json`, which the reproduction report shows). Exit status 1 when a held claim failed at some
 seed or a cell raised something other than a check.
@@ -78,7 +79,7 @@ def main(argv: list[str], root: Path | None = None) -> int:
     if not notebooks:
         print("no chapter notebook matches", args.chapters)
         return 1
-    base = root / "_build" / "checks"
+    base = Path(os.environ.get("LEARNDYN_CHECKS_DIR") or root / "_build" / "checks")
     jobs = [(p, k) for k in args.seeds for p in notebooks]
     for p, k in jobs:  # a chapter's records at that seed are replaced, not merged with an older run
         (base / f"seed-{k}" / f"{p.stem}.json").unlink(missing_ok=True)
