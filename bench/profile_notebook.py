@@ -5,8 +5,10 @@
 Cells: the notebook runs in a fresh kernel (as `notebook_times.py` does) and the slowest cells are listed with
 their first line. --cprofile: the code cells are also concatenated into one script (IPython magics and shell lines
 dropped), run under cProfile in a fresh process with the Agg backend, and the functions with the largest
-cumulative time are printed: that is what to make cheaper. Check records go to a temporary folder either way
-(LEARNDYN_CHECKS_DIR), so profiling does not touch the book's `_build/checks`. Not a test: timings are noisy.
+cumulative time are printed: that is what to make cheaper; then the share of the run spent validating input (core's
+argument checkers and the modules' `_check*`/`_validate*` helpers, each counted once from outside the checkers).
+--no-cells skips the per-cell run. Check records go to a temporary folder either way (LEARNDYN_CHECKS_DIR), so
+profiling does not touch the book's `_build/checks`. Not a test: timings are noisy.
 """
 
 from __future__ import annotations
@@ -52,14 +54,46 @@ def notebook_script(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def profile_script(path: Path, top: int) -> None:
-    """Run the notebook's code under cProfile (in its folder) and print the top functions by cumulative time."""
+# Input validation: core's argument checkers and the modules' private `_check*`/`_validate*` helpers.
+CORE_VALIDATORS = ("as_", "_real_numpy", "expect_shape", "check_finite", "check_alloc", "broadcast", "no_overflow",
+                   "steps_for", "_short", "_bad_device", "_to_numpy")
+
+
+def is_validator(func: tuple[str, int, str]) -> bool:
+    """Whether a pstats function key (file, line, name) is one of learndyn's input checks."""
+    file, _, name = func
+    if "learndyn" not in file:
+        return False
+    if file.endswith("core.py") and name.startswith(CORE_VALIDATORS):
+        return True
+    return name.startswith(("_check", "_validate")) and not name.startswith("_checkpoint")
+
+
+def validation_share(stats: pstats.Stats) -> tuple[float, float]:
+    """(seconds in input validation, total seconds) of a profile: each validator's time counted once, from the
+    calls that came from outside the validators (a checker calling another is not counted twice)."""
+    raw = stats.stats  # type: ignore[attr-defined]
+    spent = 0.0
+    for func, (_, _, _, _, callers) in raw.items():
+        if is_validator(func):
+            spent += sum(c[3] for caller, c in callers.items() if not is_validator(caller))
+    return spent, stats.total_tt  # type: ignore[attr-defined]
+
+
+def profile_script(path: Path, top: int) -> pstats.Stats:
+    """Run the notebook's code under cProfile (in its folder); print the top functions by cumulative time and the
+    share of the run spent validating input."""
     with tempfile.TemporaryDirectory() as tmp:
-        script, stats = Path(tmp) / "nb.py", Path(tmp) / "nb.prof"
+        script, prof = Path(tmp) / "nb.py", Path(tmp) / "nb.prof"
         script.write_text(notebook_script(path))
-        subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), str(script)], cwd=path.parent,
+        subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), str(script)], cwd=path.parent,
                        check=True, stdout=subprocess.DEVNULL)
-        pstats.Stats(str(stats)).sort_stats("cumulative").print_stats(top)
+        stats = pstats.Stats(str(prof))
+    if top:
+        stats.sort_stats("cumulative").print_stats(top)
+    spent, total = validation_share(stats)
+    print(f"{path.name}: input validation {spent:.2f} s of {total:.1f} s profiled ({100 * spent / total:.1f} %)")
+    return stats
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,8 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebook", type=Path)
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--cprofile", action="store_true", help="also profile the notebook's code with cProfile")
+    parser.add_argument("--no-cells", action="store_true", help="skip the per-cell timing run (with --cprofile)")
     args = parser.parse_args(argv)
     os.environ.setdefault("LEARNDYN_CHECKS_DIR", tempfile.mkdtemp(prefix="checks_"))
+    if args.no_cells:
+        profile_script(args.notebook.resolve(), args.top * 3)
+        return 0
     tic = time.perf_counter()
     rows = cell_times(args.notebook.resolve())
     total = time.perf_counter() - tic

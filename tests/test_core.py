@@ -75,6 +75,14 @@ def test_rk4_is_fourth_order_on_exponential_decay():
         core.rk4_step(lambda s: s, (torch.zeros(1),), 0.0)
 
 
+def test_unchecked_rk4_step_is_the_same_step():
+    """The solvers' loop form (no argument checks) takes exactly the step of the public rk4_step."""
+    state = (torch.tensor([1.0, -2.0], dtype=torch.float64), np.array([0.5]))
+    field = lambda s: (-s[0] ** 3, np.sin(s[1]))  # noqa: E731
+    for a, b in zip(core.rk4_step(field, state, 0.1), core.rk4_step_unchecked(field, state, 0.1), strict=True):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
 def test_check_finite_names_the_step():
     core.check_finite("w", np.ones(3))
     with pytest.raises(core.DivergenceError, match="w .*step 7"):

@@ -26,6 +26,7 @@ __all__ = [
     "loglog_slope",
     "first_crossing",
     "rk4_step",
+    "rk4_step_unchecked",
     "check_finite",
     "as_positive",
     "as_int",
@@ -270,8 +271,12 @@ def rk4_step(f: Callable[[State], State], state: State, h: float) -> State:
             as_real_tensor(f"state[{j}]", s, allow_grad=True, dtype=None)
         else:
             as_real_array(f"state[{j}]", s)
-    h = as_positive("h", h)
-    state = tuple(state)
+    return rk4_step_unchecked(f, tuple(state), as_positive("h", h))
+
+
+def rk4_step_unchecked(f: Callable[[State], State], state: State, h: float) -> State:
+    """`rk4_step` without its argument checks, for a solver's loop whose caller validated the start, the field and
+    h once (a run that leaves the finite numbers is caught by the caller's `check_finite` at recorded steps)."""
     k1 = f(state)
     k2 = f(tuple(s + 0.5 * h * k for s, k in zip(state, k1, strict=True)))
     k3 = f(tuple(s + 0.5 * h * k for s, k in zip(state, k2, strict=True)))

@@ -46,7 +46,7 @@ from .core import (
     get_device,
     make_generator,
     no_overflow,
-    rk4_step,
+    rk4_step_unchecked,
     steps_for,
 )
 
@@ -101,7 +101,12 @@ def tian_mode_rhs(p: np.ndarray | float, s: np.ndarray | float, sigma2: float, w
     p, s = as_real_array("p", p, nonempty=True), as_real_array("s", s, nonempty=True)
     tau = s if tau is None else as_real_array("tau", tau, nonempty=True)
     _broadcast("p, s and tau", p, s, tau)
-    c = 1.0 + sigma2
+    return _mode_rhs(p, s, 1.0 + sigma2, wd, alpha_p, tau)
+
+
+def _mode_rhs(p: np.ndarray, s: np.ndarray, c: float, wd: float, alpha_p: float,
+              tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The arithmetic of `tian_mode_rhs` (c = 1 + sigma2) on checked arrays: the ODE solvers' right-hand side."""
     drive = tau - c * p * s
     return alpha_p * drive - wd * p, 2.0 * p * drive - 2.0 * wd * s
 
@@ -141,7 +146,7 @@ def integrate_modes(p0: np.ndarray | float, s0: np.ndarray | float, sigma2: floa
         return (np.broadcast_to(p0, (t_eval.size, *shape)).copy(), np.broadcast_to(s0, (t_eval.size, *shape)).copy())
 
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
-        dp, ds = tian_mode_rhs(y[:n], y[n:], sigma2, wd)
+        dp, ds = _mode_rhs(y[:n], y[n:], c, wd, 1.0, y[n:])
         return np.concatenate([dp, ds])
 
     c = 1.0 + sigma2
@@ -193,7 +198,11 @@ def noncontrastive_pop_grads(Phi: Array, P: Array, sigma2: float, stopgrad: bool
         raise ValueError(f"target must have the shape of Phi {tuple(Phi.shape)}; got {tuple(target.shape)}")
     if target is not None and not stopgrad:
         raise ValueError("stopgrad=False needs target=None: without StopGrad the target is Phi itself")
-    c = 1.0 + sigma2
+    return _pop_grads(Phi, P, 1.0 + sigma2, stopgrad, target)
+
+
+def _pop_grads(Phi: Array, P: Array, c: float, stopgrad: bool, target: Array | None) -> tuple[Array, Array]:
+    """The arithmetic of `noncontrastive_pop_grads` (c = 1 + sigma2) on checked arguments: the simulators' loop."""
     tgt = Phi if target is None else target
     pf = P @ Phi
     resid = c * pf - tgt  # E[(P Phi x - Phi_a x') x^T] = c P Phi - Phi_a
@@ -303,7 +312,7 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
     def rhs(state: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
         phi, p = state[0], state[1]
         target = state[2] if ema_beta is not None else None
-        g_phi, g_p = noncontrastive_pop_grads(phi, p, sigma2, stopgrad=stopgrad, target=target)
+        g_phi, g_p = _pop_grads(phi, p, 1.0 + sigma2, stopgrad, target)
         d_phi = -g_phi - lam * phi
         d_p = -alpha_p * g_p - lam * p if use_predictor else torch.zeros_like(p)
         if symmetric_predictor:
@@ -320,7 +329,7 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
                 for name, value in _metrics(state, sigma2, k * h, k).items():
                     records[name].append(value)
             if k < n_steps:
-                state = rk4_step(rhs, state, h) if method == "rk4" else tuple(
+                state = rk4_step_unchecked(rhs, state, h) if method == "rk4" else tuple(
                     x + h * dx for x, dx in zip(state, rhs(state), strict=True))
     final = {"Phi": state[0].cpu().numpy(), "P": state[1].cpu().numpy()}
     return History.from_records(steps, records, final)
@@ -483,7 +492,7 @@ def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: 
                 records["eigF"].append(torch.linalg.eigvalsh(state[0] @ state[0].mT).cpu().numpy())
                 records["phi_norm"].append(torch.linalg.matrix_norm(state[0]).cpu().numpy())
             if k < n_steps:
-                state = rk4_step(rhs, state, h)
+                state = rk4_step_unchecked(rhs, state, h)
     return History.from_records(steps, records, {"Phi": state[0].cpu().numpy()})
 
 
@@ -619,7 +628,11 @@ def spectral_contrastive_pop_grad(Phi: Array, sigma2: float) -> Array:
     Phi = as_real_like("Phi", Phi)
     if Phi.ndim < 2:
         raise ValueError(f"Phi must be a matrix (d2, d1); got shape {tuple(Phi.shape)}")
-    c = 1.0 + sigma2
+    return _spectral_grad(Phi, 1.0 + sigma2)
+
+
+def _spectral_grad(Phi: Array, c: float) -> Array:
+    """The arithmetic of `spectral_contrastive_pop_grad` on a checked Phi: the simulator's loop."""
     return -4.0 * Phi + 4.0 * c**2 * (Phi @ Phi.swapaxes(-1, -2)) @ Phi
 
 
@@ -671,8 +684,7 @@ def simulate_spectral_contrastive(Phi0: Array, sigma2: float, wd: float | Array 
                 records["loss"].append((-2 * F.diagonal(dim1=-2, dim2=-1).sum(-1)
                                         + c**2 * (F * F).sum((-2, -1))).cpu().numpy())
             if k < n_steps:
-                state = rk4_step(lambda st: (-spectral_contrastive_pop_grad(st[0], sigma2) - lam * st[0],),
-                                 state, h)
+                state = rk4_step_unchecked(lambda st: (-_spectral_grad(st[0], c) - lam * st[0],), state, h)
     return History.from_records(steps, records, {"Phi": state[0].cpu().numpy()})
 
 
