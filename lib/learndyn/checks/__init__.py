@@ -310,8 +310,9 @@ def constant_resolution(accepts: Callable[[np.ndarray], bool], predict: Callable
                         constants: Mapping[str, float], key: str) -> float:
     """The smallest relative change of `constants[key]` alone, tried with both signs, that the check rejects.
 
-    The constant c becomes c (1 + s delta), s = +-1; delta runs over a geometric grid from 1e-5 to 10, and the
-    first rejected delta is refined by bisection against the last accepted one. A prediction that cannot be
+    The constant c becomes c (1 + s delta), s = +-1; delta runs over a geometric grid from 1e-5 to 10 (every 8th
+    point, then the points after the last accepted one), and the first rejected delta is refined by bisection
+    against the last accepted one to a relative 1e-7. A prediction that cannot be
     evaluated (an exception, NaN) counts as rejected. The worse sign is returned; inf when no change up to 10x
     (or none at all, for a constant equal to 0) is rejected.
     """
@@ -329,19 +330,24 @@ def constant_resolution(accepts: Callable[[np.ndarray], bool], predict: Callable
             return True
         return bool(np.any(np.isnan(p))) or not accepts(p)
 
+    n = len(_DELTAS)
+    probes = sorted(set(range(0, n, 8)) | {n - 1})
     worst = 0.0
     for s in (1.0, -1.0):
-        first, last_ok = math.inf, 0.0
-        for delta in _DELTAS:
-            if rejected(float(delta), s):
-                lo, hi = last_ok, float(delta)
-                for _ in range(40):
-                    mid = 0.5 * (lo + hi)
-                    lo, hi = (lo, mid) if rejected(mid, s) else (mid, hi)
-                first = hi
+        # The first rejected grid point: every 8th point first, then the points after the last accepted probe (the
+        # point a scan of the whole grid finds when rejection is monotone in delta, for about a third of the work).
+        k = next((k for k, i in enumerate(probes) if rejected(float(_DELTAS[i]), s)), None)
+        if k is None:
+            return math.inf
+        between = range(probes[k - 1] + 1 if k else 0, probes[k])
+        i = next((j for j in between if rejected(float(_DELTAS[j]), s)), probes[k])
+        lo, hi = (float(_DELTAS[i - 1]) if i else 0.0), float(_DELTAS[i])
+        for _ in range(60):  # bisection to a relative 1e-7 (or to 1e-5 / 2^60 when even the grid's first is rejected)
+            if hi - lo <= 1e-7 * hi:
                 break
-            last_ok = float(delta)
-        worst = max(worst, first)
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if rejected(mid, s) else (mid, hi)
+        worst = max(worst, hi)
     return worst
 
 
