@@ -7,6 +7,7 @@ Checks against closed forms run in float64 on the CPU; simulators accept `device
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -287,16 +288,20 @@ def rk4_step_unchecked(f: Callable[[State], State], state: State, h: float) -> S
 
 def check_finite(name: str, value: np.ndarray | torch.Tensor, step: int | None = None) -> None:
     """Raise `DivergenceError` naming `name` (and the step) if `value` holds a NaN or an infinity."""
-    name = as_str("name", name)
-    if step is not None:
+    if type(name) is not str:                       # the exact-type tests first: a solver calls this every step
+        name = as_str("name", name)
+    if step is not None and (type(step) is not int or step < 0):
         step = as_int("step", step)
     if isinstance(value, torch.Tensor):
         if value.is_complex():
             raise TypeError(f"{name} must be real; got a complex tensor")
-        ok = bool(torch.isfinite(value).all())
+        # one reduction on the happy path: a finite sum means finite entries; an infinite one (NaN, inf, or an
+        # overflow of finite entries) is looked at entry by entry
+        ok = math.isfinite(float(value.sum())) or bool(torch.isfinite(value).all())
     else:
         arr = _real_numpy(name, value)
-        ok = bool(np.isfinite(arr).all())
+        with np.errstate(over="ignore", invalid="ignore"):
+            ok = math.isfinite(float(arr.sum())) or bool(np.isfinite(arr).all())
     if not ok:
         where = f" at step {step}" if step is not None else ""
         raise DivergenceError(f"{name} is no longer finite{where}: the run diverged (try a smaller step size)")
