@@ -80,20 +80,32 @@ def validation_share(stats: pstats.Stats) -> tuple[float, float]:
     return spent, stats.total_tt  # type: ignore[attr-defined]
 
 
-def profile_script(path: Path, top: int) -> pstats.Stats:
-    """Run the notebook's code under cProfile (in its folder); print the top functions by cumulative time and the
-    share of the run spent validating input."""
+def profile_script(path: Path, top: int, save: Path | None = None) -> pstats.Stats:
+    """Run the notebook's code under cProfile (in its folder); print the top functions by cumulative time, the
+    validators that cost most and the share of the run spent validating input. `save`: keep the profile there."""
     with tempfile.TemporaryDirectory() as tmp:
-        script, prof = Path(tmp) / "nb.py", Path(tmp) / "nb.prof"
+        script, prof = Path(tmp) / "nb.py", save.resolve() if save else Path(tmp) / "nb.prof"
         script.write_text(notebook_script(path))
         subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), str(script)], cwd=path.parent,
                        check=True, stdout=subprocess.DEVNULL)
         stats = pstats.Stats(str(prof))
     if top:
         stats.sort_stats("cumulative").print_stats(top)
+        for (file, line, name), secs, caller in validators_by_caller(stats)[:top // 3]:
+            print(f"  validation {secs:6.2f} s  {Path(file).name}:{line}({name}) from {caller}")
     spent, total = validation_share(stats)
     print(f"{path.name}: input validation {spent:.2f} s of {total:.1f} s profiled ({100 * spent / total:.1f} %)")
     return stats
+
+
+def validators_by_caller(stats: pstats.Stats) -> list[tuple[tuple[str, int, str], float, str]]:
+    """(validator, seconds, 'file:line(caller)') for each call site outside the validators, costliest first."""
+    rows = []
+    for func, (_, _, _, _, callers) in stats.stats.items():  # type: ignore[attr-defined]
+        if is_validator(func):
+            rows += [(func, c[3], f"{Path(k[0]).name}:{k[1]}({k[2]})") for k, c in callers.items()
+                     if not is_validator(k)]
+    return sorted(rows, key=lambda r: -r[1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,10 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--cprofile", action="store_true", help="also profile the notebook's code with cProfile")
     parser.add_argument("--no-cells", action="store_true", help="skip the per-cell timing run (with --cprofile)")
+    parser.add_argument("--save", type=Path, help="keep the cProfile output in this file (with --cprofile)")
     args = parser.parse_args(argv)
     os.environ.setdefault("LEARNDYN_CHECKS_DIR", tempfile.mkdtemp(prefix="checks_"))
     if args.no_cells:
-        profile_script(args.notebook.resolve(), args.top * 3)
+        profile_script(args.notebook.resolve(), args.top * 3, args.save)
         return 0
     tic = time.perf_counter()
     rows = cell_times(args.notebook.resolve())
@@ -114,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     for secs, i, first in sorted(rows, reverse=True)[: args.top]:
         print(f"  cell {i:3d} {secs:6.1f} s  {first}")
     if args.cprofile:
-        profile_script(args.notebook.resolve(), args.top * 3)
+        profile_script(args.notebook.resolve(), args.top * 3, args.save)
     return 0
 
 
