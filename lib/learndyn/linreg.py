@@ -280,7 +280,7 @@ def gd_filter(s: float | np.ndarray, lr: float, steps: int | np.ndarray) -> np.n
 
 
 def ridge_filter(s: float | np.ndarray, lam: float | np.ndarray) -> np.ndarray:
-    """Spectral filter of ridge regression, s / (s + lam), eq. `eq-linreg-ridge-filter` (Ch 1). Broadcasts."""
+    """Spectral filter of ridge regression, s / (s + lam), eq. `eq-linreg-gd-filter` (Ch 1). Broadcasts."""
     s, lam = as_real_array("s", s, nonempty=True), as_real_array("lam", lam, nonempty=True)
     if np.any(s < 0):
         raise ValueError("s (eigenvalues of X^T X) must be >= 0")
