@@ -75,12 +75,7 @@ def render(data: dict) -> str:
         out += _printout(batched, "Printed by the same run as the table above")
     nbs = data.get("notebooks")
     if nbs and nbs.get("rows"):
-        rows = [[r["notebook"], _f(r["seconds"], ".1f"), "failed: " + r["error"] if r["error"] else
-                 ("ok" if r["seconds"] <= nbs["budget_each_s"] else "over budget"),
-                 f"{_f(r['load_before'], '.1f')} / {_f(r['load_after'], '.1f')}"] for r in nbs["rows"]]
-        rows.append(["whole book", _f(nbs["total_s"], ".0f"), f"budget {nbs['budget_total_s']:g} s", ""])
-        out += ["## Notebook execution, each in a fresh kernel", ""]
-        out += _table(["Notebook", "Seconds", "Status", "Load (before / after)"], rows)
+        out += _notebooks(nbs, data.get("notebooks_previous"))
     others = [e for k, e in data.items() if isinstance(e, dict) and "script" in e and k not in TABULATED]
     if others:
         out += ["## Other benchmark scripts (separate runs)", "",
@@ -92,6 +87,24 @@ def render(data: dict) -> str:
 
 
 TABULATED = ("batched", "sharpness_vs_pyhessian")
+
+
+def _notebooks(nbs: dict, previous: dict | None) -> list[str]:
+    """Each notebook's seconds, beside the previous record's where there is one, and its validation share."""
+    before = {r["notebook"]: r["seconds"] for r in (previous or {}).get("rows", [])}
+    rows = [[r["notebook"], _f(r["seconds"], ".1f"), _f(before.get(r["notebook"]), ".1f"),
+             _f(None if r.get("validation_share") is None else 100 * r["validation_share"], ".1f"),
+             "failed: " + r["error"] if r["error"] else
+             ("ok" if r["seconds"] <= nbs["budget_each_s"] else "over budget"),
+             f"{_f(r['load_before'], '.1f')} / {_f(r['load_after'], '.1f')}"] for r in nbs["rows"]]
+    rows.append(["whole book", _f(nbs["total_s"], ".0f"), _f((previous or {}).get("total_s"), ".0f"), "",
+                 f"budget {nbs['budget_total_s']:g} s", ""])
+    when = f" Previous: the record of {previous['date']}." if previous and previous.get("date") else ""
+    return ["## Notebook execution, each in a fresh kernel", "",
+            "Seconds of one run of each notebook in a fresh kernel; validation: the percentage of the notebook's "
+            f"profiled run spent in learndyn's input checks.{when}", "",
+            *_table(["Notebook", "Seconds", "Previous (s)", "Validation (%)", "Status", "Load (before / after)"],
+                    rows)]
 
 
 def _sharpness(entry: dict) -> list[str]:

@@ -7,8 +7,9 @@ Runs, each in a fresh process (so threads and random states do not leak between 
                        dense Hessian) at measured equal accuracy over 10 seeds (targets: no slower than PyHessian;
                        within 1.3x of set-up + products x one product, with the product `top_eigs` calls);
 - every other `bench_*.py` (e.g. `bench_deep_linear.py`), whose printed output is kept;
-- `notebook_times.py`'s timing of every chapter notebook in a fresh kernel (targets: each <= 60 s, the whole book
-  <= 240 s), with the check records sent to a temporary folder so the book's `_build/checks` is not touched.
+- `notebook_times.py`'s timing of every chapter notebook in a fresh kernel and its share of time in input validation
+  (targets: each <= 30 s, the whole book <= 120 s, validation < 3 % of each), with the check records sent to a
+  temporary folder so the book's `_build/checks` is not touched; the entry it replaces is kept as the previous one.
 Also records the date, the CPU, the thread count, the library versions and the load average before and after each
 benchmark: the machine may be shared, and a load above the number of cores slows everything down. Then `page.py`
 renders the record for the Benchmarks page (`<out>.md` and the accuracy-cost figure, next to `--out`).
@@ -40,7 +41,7 @@ STRUCTURED = {  # script -> (key in results.json, extra arguments for --quick)
                                                       "--narrow-width", "3", "--solvers", "learndyn krylov",
                                                       "PyHessian"]),
 }
-BOOK_BUDGET_S, NOTEBOOK_BUDGET_S, BATCH_TARGET, HVP_TARGET = 240.0, 60.0, 10.0, 1.3
+BOOK_BUDGET_S, NOTEBOOK_BUDGET_S, VALIDATION_TARGET, BATCH_TARGET, HVP_TARGET = 120.0, 30.0, 0.03, 10.0, 1.3
 PACKAGES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn", "learndyn", "pyhessian", "jupyter-book",
             "nbclient")
 
@@ -94,35 +95,12 @@ def run_script(script: Path, args: list[str], timeout: float, threads: int = 2) 
     return {key: entry}
 
 
-def notebook_times(paths: list[Path], timeout: float) -> dict:
-    """Each notebook in a fresh kernel (bench/notebook_times.py's `run`), failures recorded instead of raised."""
+def notebook_times(paths: list[Path]) -> dict:
+    """Each notebook in a fresh kernel, and its validation share (bench/notebook_times.py's `measure`)."""
     sys.path.insert(0, str(HERE))
-    from notebook_times import run  # noqa: PLC0415  (a sibling script, not a package)
+    from notebook_times import measure  # noqa: PLC0415  (a sibling script, not a package)
 
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        saved = os.environ.get("LEARNDYN_CHECKS_DIR")
-        os.environ["LEARNDYN_CHECKS_DIR"] = tmp
-        try:
-            for path in paths:
-                load = _load()
-                try:
-                    seconds, error = run(path), None
-                except Exception as err:  # a failing notebook is a result too
-                    seconds, error = None, f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:300]}"
-                rows.append({"notebook": path.name, "seconds": seconds, "error": error, "load_before": load,
-                             "load_after": _load()})
-                print(f"  {path.name}: {seconds if seconds is None else round(seconds, 1)} s"
-                      f"{' FAILED' if error else ''}", flush=True)
-        finally:
-            if saved is None:
-                os.environ.pop("LEARNDYN_CHECKS_DIR", None)
-            else:
-                os.environ["LEARNDYN_CHECKS_DIR"] = saved
-    done = [r["seconds"] for r in rows if r["seconds"] is not None]
-    return {"rows": rows, "total_s": sum(done), "max_s": max(done, default=None),
-            "budget_each_s": NOTEBOOK_BUDGET_S, "budget_total_s": BOOK_BUDGET_S,
-            "all_ran": all(r["error"] is None for r in rows)}
+    return measure(paths)
 
 
 def targets(results: dict) -> list[dict]:
@@ -145,6 +123,11 @@ def targets(results: dict) -> list[dict]:
             + ("" if nbs["all_ran"] else " (some notebooks failed)")})
         rows.append({"target": f"whole book cold <= {BOOK_BUDGET_S:g} s", "measured": f"{nbs['total_s']:.0f} s",
                      "met": bool(nbs["all_ran"] and nbs["total_s"] <= BOOK_BUDGET_S)})
+        shares = [r["validation_share"] for r in nbs["rows"] if r.get("validation_share") is not None]
+        if shares:
+            rows.append({"target": f"input validation < {100 * VALIDATION_TARGET:g} % of every notebook",
+                         "measured": f"max {100 * max(shares):.1f} %",
+                         "met": len(shares) == len(nbs["rows"]) and max(shares) < VALIDATION_TARGET})
     return rows
 
 
@@ -197,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
                                   + extra.get(script.name, []), args.timeout, args.threads))
         _save(results, args.out)  # a record of what ran so far, should a later benchmark not finish
     if not (args.quick or args.no_notebooks):
-        results["notebooks"] = notebook_times(sorted((ROOT / "chapters").glob("*.ipynb")), args.timeout)
+        if args.out.exists() and (old := json.loads(args.out.read_text()).get("notebooks")):
+            results["notebooks_previous"] = {**old, "date": old.get("date") or "before"}
+        results["notebooks"] = notebook_times(sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")))
     results["load_end"] = _load()
     results["targets"] = targets(results)
     results["quick"] = bool(args.quick)
