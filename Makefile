@@ -8,7 +8,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := $(JOBS)
 
-.PHONY: book pdf test sync lint unit notebooks seed-run robust standard site site-check clean help bench
+.PHONY: book pdf test sync lint unit notebooks seed-run robust standard site site-check browser clean help bench
 
 help:
 	@echo "make book   - set up .venv and build the website into _build/html"
@@ -82,24 +82,24 @@ standard: $(STAMP)
 
 site: book
 
+# The website's and the PDF's tests (after `make book` and `make pdf`), and the browser's (after `make book`).
 site-check: $(STAMP)
-	$(BIN)/python -m pytest tests/site tests/pdf tests/test_site_browser.py -q
+	$(BIN)/python -m pytest tests/site tests/pdf -q
 
-# The stages in order, each one's wall time printed at the end. The book stage is the chapters' test at the default
-# seed: it executes every chapter afresh (the execution cache is emptied first, so that a change of the library is
-# run too), fails on any cell that raises, and writes the records the standard stage holds to the standard (`make
-# notebooks` runs the same cells through nbval, for a quick look without the site). seed-run's failures do not stop
+browser: $(STAMP)
+	$(BIN)/python -m pytest tests/test_site_browser.py -q
+
+# The stages in order (scripts/stages.sh prints each one's wall time at the end). The book stage is the chapters'
+# test at the default seed: it executes every chapter afresh (the execution cache is emptied first, so that a change
+# of the library is run too), fails on any cell that raises, and writes the records the standard stage holds to the
+# standard (`make notebooks` runs the same cells through nbval, for a quick look without the site). A word a+b runs
+# its stages at the same time, one core each: the book executes its notebooks one after the other on one core while
+# the extra seed's run takes the other, and LaTeX (one core) runs beside the browser. seed-run's failures do not stop
 # the run: the records test (standard) that follows reports them claim by claim.
-STAGES := lint unit book seed-run standard pdf site-check
+STAGES := lint unit book+seed-run standard pdf+browser site-check
 test: $(STAMP)
-	@mkdir -p _build && rm -f _build/stage-times.txt && rm -rf _build/.jupyter_cache _build/checks/*.json; \
-	for stage in $(STAGES); do \
-	  start=$$(date +%s); \
-	  $(MAKE) --no-print-directory $$stage; rc=$$?; \
-	  echo "$$stage: $$(( $$(date +%s) - start )) s$$( [ $$rc = 0 ] || echo ' (failed)')" >> _build/stage-times.txt; \
-	  if [ $$rc != 0 ] && [ $$stage != seed-run ]; then cat _build/stage-times.txt; exit $$rc; fi; \
-	done; \
-	echo "== wall time of each stage"; cat _build/stage-times.txt
+	@mkdir -p _build && rm -rf _build/.jupyter_cache _build/checks/*.json
+	@scripts/stages.sh $(STAGES)
 
 clean:
 	rm -rf _build

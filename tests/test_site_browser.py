@@ -2,7 +2,7 @@
 
 Serves `_build/html` on 127.0.0.1 and drives Debian's Chromium through Playwright. Every request to another host is
 blocked and counted as a failure: the site must work offline (MathJax, RequireJS and the widget manager are served by
-the site itself). Run after `make book` (`make site-check`). Screenshots go to `_build/screenshots/`.
+the site itself). Run after `make book` (`make browser`). Screenshots go to `_build/screenshots/`.
 
 SITE_HTML (a built site's folder) and SITE_TOC (its table of contents) point the tests at another build, for example
 a small book of a few pages built with `jupyter-book build . --toc ... --path-output ...`.

@@ -91,6 +91,9 @@ def main(argv: list[str], root: Path | None = None) -> int:
     for chapter, claims in summary["chapters"].items():
         fails = {n: v for n, v in claims.items() if not all(x is True for x in v)}
         bad += len(fails)
+        if not (base / f"{chapter}.json").exists():  # `make test` runs the default run beside this one
+            print(f"{chapter}: no default records (yet) to list its claims; the records test judges this run")
+            continue
         print(f"{chapter}: {len(claims) - len(fails)} of {len(claims)} claims pass at every seed {args.seeds}")
         for n, v in fails.items():
             print(f"    {''.join('.' if x else ('F' if x is False else '?') for x in v)}  {n}")
