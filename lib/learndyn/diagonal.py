@@ -12,7 +12,8 @@ alpha and one eta per run), on `device`.
 - `kkt_distance_bound`: the a-posteriori bound eq-diag-kkt-bound on the distance of an interpolator to argmin Q_alpha.
 - `l2_correction`: the leading correction eq-diag-l2-corr of argmin Q_alpha to X^+ y for large alpha.
 - `saddle_sequence`: the saddle-to-saddle recursion eq-diag-jump of Pesme & Flammarion (2023) for alpha -> 0.
-- `l1_statistical_dimension`: the phase transition of basis pursuit (Amelunxen, Lotz, McCoy & Tropp 2014).
+- `l1_statistical_dimension`: ALMT's upper bound on the statistical dimension of the l1 descent cone (Amelunxen,
+  Lotz, McCoy & Tropp 2014, Prop. 4.5); `l1_descent_cone_distances`: per-sample draws whose mean is the exact one.
 - `gd_diagonal`: batched GD on (u_+, u_-), with the exact shrinkage sum of eq-diag-gd-alpha.
 
 References: Woodworth et al. (2020), Pesme & Flammarion (2023), Even, Pesme, Gunasekar & Flammarion (2023).
@@ -30,7 +31,7 @@ from scipy.stats import norm
 from .core import History, as_int, as_positive, as_real_array, get_device, no_overflow
 
 __all__ = ["hyperbolic_entropy", "mirror_map", "entropy_interpolator", "basis_pursuit", "kkt_distance_bound",
-           "l2_correction", "saddle_sequence", "Saddles", "l1_statistical_dimension",
+           "l2_correction", "saddle_sequence", "Saddles", "l1_statistical_dimension", "l1_descent_cone_distances",
            "gd_diagonal"]
 
 
@@ -179,10 +180,35 @@ def saddle_sequence(X: np.ndarray, y: np.ndarray, max_jumps: int = 100, tol: flo
     return Saddles(np.array(times), np.array(points), np.array(losses))
 
 
-def l1_statistical_dimension(d: int, p: int) -> float:
-    """Statistical dimension of the l1 descent cone at a p-sparse vector in R^d (ALMT 2014, eq-diag-statdim).
+def l1_descent_cone_distances(d: int, p: int, samples: int, rng: np.random.Generator) -> np.ndarray:
+    """min_{tau >= 0} dist^2(g, tau * subdifferential of ||.||_1 at a p-sparse vector), one per Gaussian draw g.
 
-    delta = min_{tau >= 0} p (1 + tau^2) + (d - p) E[(|g| - tau)_+^2],
+    Their mean is the statistical dimension delta of the l1 descent cone (ALMT 2014, Prop. 4.5 with the minimum
+    inside the expectation; eq-diag-statdim-exact). By symmetry the support is the first p coordinates with signs
+    +1: f(tau) = sum_S (g_i - tau)^2 + sum_off (|g_i| - tau)_+^2, convex and piecewise quadratic, minimised exactly
+    on the interval of sorted |g_off| that contains its stationary point. Returns shape (samples,).
+    """
+    d, p, samples = as_int("d", d, minimum=2), as_int("p", p, minimum=1), as_int("samples", samples, minimum=1)
+    if not 0 < p < d:
+        raise ValueError(f"need 0 < p < d; got p = {p}, d = {d}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator; got {type(rng).__name__}")
+    g = rng.standard_normal((samples, d))
+    g_s, a = g[:, :p], -np.sort(-np.abs(g[:, p:]), axis=1)  # off-support magnitudes, decreasing
+    k = np.arange(d - p + 1)  # number of off-support entries above tau
+    tau = (g_s.sum(1)[:, None] + np.concatenate([np.zeros((samples, 1)), np.cumsum(a, 1)], 1)) / (p + k)
+    upper = np.concatenate([np.full((samples, 1), np.inf), a], 1)
+    lower = np.concatenate([a, np.zeros((samples, 1))], 1)
+    pick = np.argmax((tau <= upper) & (tau >= lower), axis=1)  # exactly one interval holds the stationary point
+    t = np.maximum(tau[np.arange(samples), pick], 0.0)[:, None]
+    return ((g_s - t) ** 2).sum(1) + (np.maximum(a - t, 0.0) ** 2).sum(1)
+
+
+def l1_statistical_dimension(d: int, p: int) -> float:
+    """ALMT's upper bound n_l1 >= delta on the statistical dimension of the l1 descent cone at a p-sparse vector
+    in R^d (ALMT 2014, Prop. 4.5: n_l1 - 2 sqrt(d/p) <= delta <= n_l1; eq-diag-statdim).
+
+    n_l1 = min_{tau >= 0} p (1 + tau^2) + (d - p) E[(|g| - tau)_+^2] (the minimum outside the expectation),
     E[(|g| - tau)_+^2] = 2 ((1 + tau^2) Phi(-tau) - tau phi(tau)) for g ~ N(0, 1).
     """
     d, p = as_int("d", d, minimum=2), as_int("p", p, minimum=1)
@@ -205,8 +231,11 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     u_+ <- u_+ (1 - 2 eta g), u_- <- u_- (1 + 2 eta g), g = X^T (X w - y), the exact product form of eq-diag-gd-alpha.
     Records the loss at every step ("loss", (steps + 1, B)) and w every `record_every` steps ("w", (K, B, d)) when
     record_every > 0. final: "w" (B, d); "log_shrink" (B, d) = sum_k ln|1 - 4 eta^2 g_k^2|; "bend" (B, d) =
-    sum_k (2 artanh(2 eta g_k) - 4 eta g_k), the bent mirror (nan once some |2 eta g_k| >= 1); "diverged" (B,) bool.
-    While every |2 eta g_k| < 1, w_k = -2 alpha_k^2 sinh(4 eta sum g + bend) exactly (eq-diag-gd-alpha).
+    sum_k (ln|(1 + 2 eta g_k) / (1 - 2 eta g_k)| - 4 eta g_k), the bent mirror (= 2 artanh(2 eta g_k) - 4 eta g_k
+    while |2 eta g_k| < 1; the absolute values keep it exact after a factor 1 -+ 2 eta g_k changes sign);
+    "max_step" (B,) = max_k max_i |2 eta g_k,i| (above 1: some factor 1 -+ 2 eta g changed sign); "diverged" (B,)
+    bool. At every step, w_k = -2 alpha_k^2 sinh(4 eta sum g + bend) exactly (eq-diag-gd-alpha,
+    eq-diag-gd-abs), with alpha_k^2 = alpha^2 exp(log_shrink).
     bend=False skips that sum (final["bend"] is then None) for long runs that do not need it.
     """
     X, y = _design(X, y)
@@ -223,6 +252,7 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     e2 = 2 * torch.tensor(eta, device=dev)[:, None]
     up, um = a.repeat(1, X.shape[1]), a.repeat(1, X.shape[1])
     log_shrink = torch.zeros_like(up)
+    max_step = torch.zeros(alpha.size, dtype=torch.float64, device=dev)
     bend_sum = torch.zeros_like(up) if bend else None
     losses = torch.empty(steps + 1, alpha.size, dtype=torch.float64, device=dev)
     ws, rec = [], []
@@ -230,8 +260,8 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     if dev.type == "cpu":
         torch.set_num_threads(1)  # tiny tensors: a second thread only spins (measured: 20 x the CPU time)
     try:
-        up, um, log_shrink, w = _gd_loop(Xt, yt, e2, up, um, log_shrink, bend_sum, losses, steps, record_every,
-                                         ws, rec)
+        up, um, log_shrink, w = _gd_loop(Xt, yt, e2, up, um, log_shrink, bend_sum, max_step, losses, steps,
+                                         record_every, ws, rec)
     finally:
         torch.set_num_threads(threads)
     loss = losses.cpu().numpy()
@@ -241,12 +271,13 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
     return History(np.array(rec) if record_every else np.arange(steps + 1), metrics,
                    {"w": w.cpu().numpy(), "log_shrink": log_shrink.cpu().numpy(),
                     "bend": None if bend_sum is None else bend_sum.cpu().numpy(),
+                    "max_step": max_step.cpu().numpy(),
                     "diverged": ~np.isfinite(loss[-1])})
 
 
 def _gd_loop(Xt: torch.Tensor, yt: torch.Tensor, e2: torch.Tensor, up: torch.Tensor, um: torch.Tensor,
-             log_shrink: torch.Tensor, bend: torch.Tensor | None, losses: torch.Tensor, steps: int, record_every: int,
-             ws: list, rec: list
+             log_shrink: torch.Tensor, bend: torch.Tensor | None, max_step: torch.Tensor, losses: torch.Tensor,
+             steps: int, record_every: int, ws: list, rec: list
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     for k in range(steps + 1):
         w = up * up - um * um
@@ -259,8 +290,13 @@ def _gd_loop(Xt: torch.Tensor, yt: torch.Tensor, e2: torch.Tensor, up: torch.Ten
             break
         eg = e2 * (r @ Xt)  # 2 eta g, (B, d)
         log_shrink += torch.log(torch.abs(1 - eg * eg))
+        torch.maximum(max_step, torch.abs(eg).amax(1), out=max_step)
         if bend is not None:
-            bend += 2 * torch.atanh(eg) - 2 * eg  # nan where |eg| >= 1: the product form has flipped a sign
+            # 2 artanh(eg) while |eg| < 1; ln|(1 + eg) / (1 - eg)| after a factor has changed sign
+            big = torch.abs(eg) >= 1
+            two_at = torch.where(big, torch.log(torch.abs(1 + eg)) - torch.log(torch.abs(1 - eg)),
+                                 2 * torch.atanh(torch.where(big, 0.0, eg)))
+            bend += two_at - 2 * eg
         up, um = up * (1 - eg), um * (1 + eg)
     return up, um, log_shrink, w
 
