@@ -6,7 +6,8 @@ build as a stand-in for Colab's), and runs there the setup and imports cells of 
 chapter (the Preface: widgets, figures, checks). Every cell of every chapter already runs in the book's build; what
 is particular to Colab is the environment, and that is covered without a third execution of the book: no chapter
 imports a module Colab lacks, and no module of learndyn that a chapter can reach imports one either (a static scan of
-every import statement, at any depth, of the package). Needs the package registry.
+every import statement, at any depth, of the package). The preinstalled stack is linked in from this machine, so
+only the wheel itself is installed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Colab's preinstalled stack, stood in for by what this machine can install offline-fast.
-COLAB_PREINSTALLED = ["ipykernel", "nbclient", "nbformat", "ipywidgets"]  # and torch, linked in (colab_python)
+COLAB_PREINSTALLED = ["ipykernel", "nbclient", "nbformat", "ipywidgets"]  # and torch (linked in: colab_python)
 CHAPTERS = sorted((ROOT / "colab").glob("*.ipynb"))  # the Colab editions: what the Colab button opens
 WHOLE = "00_preface"  # the chapter run whole in the stand-in
 # What Colab provides besides the declared dependencies (its kernel; ipywidgets is the `widgets` extra).
@@ -69,21 +70,32 @@ def colab_python(tmp_path_factory) -> Path:
     wheel = next((tmp / "dist").glob("learndyn-*.whl"))
     subprocess.run([sys.executable, "-m", "venv", str(tmp / "venv")], check=True)
     py = tmp / "venv" / "bin" / "python"
-    # Colab's preinstalled torch: this machine's, with what it needs, linked in rather than unpacked again (700 MB, the
-    # slowest part of the test); pip sees it as installed and keeps it, as it keeps Colab's.
+    # Colab's preinstalled stack (torch, the kernel and widgets, and the scientific packages learndyn declares, all
+    # of which Colab has): this machine's, with what they need, linked in rather than installed again (torch alone
+    # is 700 MB); pip sees them as installed and keeps them, as it keeps Colab's, so it installs only the wheel.
+    # Nothing else is there: an import of an undeclared package fails as it would on a bare Python.
     site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
-    (site / "colab-preinstalled.pth").write_text(str(_link_distributions(["torch"], tmp / "preinstalled")) + "\n")
+    stack = ["torch", *COLAB_PREINSTALLED, *_declared_dependencies()]
+    (site / "colab-preinstalled.pth").write_text(str(_link_distributions(stack, tmp / "preinstalled")) + "\n")
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, *COLAB_PREINSTALLED], check=True, capture_output=True)
     subprocess.run([*pip, str(wheel)], check=True, capture_output=True)
     return py
+
+
+def _declared_dependencies() -> list[str]:
+    """The distribution names of pyproject.toml's [project] dependencies."""
+    text = (ROOT / "pyproject.toml").read_text()
+    block = re.search(r"^dependencies = \[(.*?)\]", text, re.S | re.M).group(1)
+    return [re.match(r"[A-Za-z0-9_.-]+", dep).group(0) for dep in re.findall(r'"([^"]+)"', block)]
 
 
 def _link_distributions(names: list[str], target: Path) -> Path:
     """A folder of links to the installed files of these distributions and of everything they require (extras
     aside; pip and setuptools come with every virtual environment)."""
     from importlib import metadata
+
+    from packaging.requirements import Requirement
 
     target.mkdir()
     todo, seen = list(names), {"pip", "setuptools"}
@@ -98,7 +110,8 @@ def _link_distributions(names: list[str], target: Path) -> Path:
         for top in {Path(str(f)).parts[0] for f in dist.files or []} - {"..", "bin"}:
             if (root / top).exists() and not (target / top).exists():
                 (target / top).symlink_to(root / top)
-        todo += [re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0] for r in dist.requires or [] if "extra ==" not in r]
+        reqs = [Requirement(r) for r in dist.requires or []]  # those that apply here (markers), extras aside
+        todo += [r.name for r in reqs if r.marker is None or r.marker.evaluate({"extra": ""})]
     return target
 
 
