@@ -133,7 +133,7 @@ def integrate_modes(p0: np.ndarray | float, s0: np.ndarray | float, sigma2: floa
 
     p0 and s0 broadcast (one ODE per entry); t_eval is increasing and starts at t >= 0 with the initial values at
     t = 0. Returns (p, s), each of shape (len(t_eval), *broadcast shape). The reference for the matrix simulator
-    started on the aligned manifold (Ch 3, check V3.5).
+    started on the aligned manifold (Ch 3, the check "aligned matrix flow = mode ODE").
     """
     sigma2, wd = _sigma2_wd(sigma2, wd)
     t_eval = _times("t_eval", t_eval)
@@ -194,8 +194,6 @@ def noncontrastive_pop_grads(Phi: Array, P: Array, sigma2: float, stopgrad: bool
     _check_pair(Phi, P)
     if target is not None and (target.ndim < 2 or tuple(target.shape[-2:]) != tuple(Phi.shape[-2:])):
         raise ValueError(f"target must have the shape of Phi {tuple(Phi.shape)}; got {tuple(target.shape)}")
-    if target is not None and tuple(target.shape[-2:]) != tuple(Phi.shape[-2:]):
-        raise ValueError(f"target must have the shape of Phi {tuple(Phi.shape)}; got {tuple(target.shape)}")
     if target is not None and not stopgrad:
         raise ValueError("stopgrad=False needs target=None: without StopGrad the target is Phi itself")
     return _pop_grads(Phi, P, 1.0 + sigma2, stopgrad, target)
@@ -217,7 +215,8 @@ def noncontrastive_mc_grads(Phi: Array, P: Array, sigma2: float, n: int, stopgra
     """Monte Carlo gradients of 1/n sum_i 1/2 ||P Phi x_i - SG(Phi x'_i)||^2 by autograd, StopGrad as `.detach()`.
 
     Pairs from `two_view_gaussian(n, d1, sqrt(sigma2), seed)`; float64 on the CPU. Unbatched: Phi (d2, d1),
-    P (d2, d2). An unbiased estimate of `noncontrastive_pop_grads` with O(1/sqrt(n)) error (Ch 3, check V3.1).
+    P (d2, d2). An unbiased estimate of `noncontrastive_pop_grads` with O(1/sqrt(n))
+    error (Ch 3, the Monte Carlo checks of eq. `eq-ssl1-grads`).
     """
     sigma2 = as_nonnegative("sigma2", sigma2)
     n = as_int("n", n, minimum=1)
@@ -275,7 +274,7 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
     Returns a History with `steps` (recorded step indices, every `record_every` and the last) and metrics:
     "t" (K,), "loss" (K, B), "phi_norm" ||Phi||_F (K, B), "commutator" (K, B) = `commutator_ratio(P, F)`,
     "asym" ||P - P^T||_F (K, B), "eigP" eigenvalues of (P + P^T)/2 and "eigF" of F (K, B, d2), ascending,
-    "modeP" (K, B, d2) = q_j^T P q_j along F's eigenvectors q_j (pairs with "eigF"), "balance" P^T P - F
+    "modeP" (K, B, d2) = q_j^T P q_j along F's eigenvectors q_j (pairs with "eigF"), "balance" B = F - P^T P
     (K, B, d2, d2). final: "Phi", "P" (numpy). Raises DivergenceError naming the step if the run leaves the finite
     numbers (checked at every recorded step, so record_every=1 names the exact step).
     """
@@ -814,7 +813,7 @@ def _metrics(state: tuple[torch.Tensor, ...], sigma2: float, t: float, step: int
         "t": t, "loss": loss, "phi_norm": torch.linalg.matrix_norm(phi),
         "commutator": commutator_ratio(p, F), "asym": torch.linalg.matrix_norm(p - p.mT),
         "eigP": torch.linalg.eigvalsh(psym), "eigF": eig_f,
-        "modeP": (q.mT @ psym @ q).diagonal(dim1=-2, dim2=-1), "balance": p.mT @ p - F,
+        "modeP": (q.mT @ psym @ q).diagonal(dim1=-2, dim2=-1), "balance": F - p.mT @ p,
     }
 
 
