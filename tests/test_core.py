@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+import learndyn as ld
 from learndyn import core
 
 
@@ -180,18 +181,18 @@ def test_check_alloc_refuses_huge_requests():
 
 def test_setup_respects_threads_and_leaves_denormals_alone(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    core.setup("00_test_setup")
+    ld.setup("00_test_setup")
     assert torch.get_num_threads() == 1
     assert np.float64(1e-310) * 1.0 != 0.0                    # no process-wide flush-to-zero
-    core.setup("00_test_setup", threads=3)
+    ld.setup("00_test_setup", threads=3)
     assert torch.get_num_threads() == 3
     monkeypatch.delenv("OMP_NUM_THREADS")
-    core.setup("00_test_setup")
+    ld.setup("00_test_setup")
     assert torch.get_num_threads() == 2                       # the book's default (CI)
     with pytest.raises(TypeError, match="flush_denormal"):
-        core.setup("00_test_setup", flush_denormal="yes")
+        ld.setup("00_test_setup", flush_denormal="yes")
     with pytest.raises(TypeError, match="seed"):
-        core.setup("00_test_setup", seed="0")
+        ld.setup("00_test_setup", seed="0")
     core.set_threads(2)
 
 

@@ -2,8 +2,8 @@
 
 One module per subject, each naming the chapter and equations it implements:
 
+- `setup`       (here) one call at the top of every chapter: threads, seeds, figure style, the checks' chapter
 - `core`        devices, threads, seeds (`seed`: the $LEARNDYN_SEED knob), the `History` record, small numerics
-                (`setup` starts every chapter)
 - `checks`      `check_close` and friends: every numerical claim of the book goes through them
 - `plotting`    the book's figure style
 - `widgets`     interactive explorations (ipywidgets, imported lazily)
@@ -25,8 +25,10 @@ Subject modules are imported on first use (`ld.deep_linear`), so `import learndy
 import importlib
 from types import ModuleType
 
+import torch
+
 from . import checks, core
-from .core import History, get_device, seed, setup
+from .core import History, get_device, seed
 
 __version__ = "0.1.0"
 _SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "ssl", "barlow", "implicit_bias",
@@ -38,3 +40,28 @@ def __getattr__(name: str) -> ModuleType:
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'learndyn' has no attribute {name!r}")
+
+
+def setup(chapter: str, seed: int = 0, threads: int | None = None, flush_denormal: bool = False) -> torch.device:
+    """One call at the top of every chapter: threads, seeds, figure style, and the chapter name for the checks.
+
+    threads: torch's CPU threads. None (the default) follows OMP_NUM_THREADS when it is set (`make` sets 2, the
+    book's reference: chapter 6's float32 runs print the book's numbers only at 2 threads), else 2. A reader with
+    more cores can pass `threads=8` or export OMP_NUM_THREADS=8; the checks hold at any count.
+    flush_denormal: opt in to `torch.set_flush_denormal(True)`, which sets the CPU's flush-to-zero flags for the
+    *whole process* (numpy included: afterwards 1e-310 * 1.0 == 0.0). Off by default; no chapter needs it.
+    Returns the device the chapter's simulators will use (CUDA when present). Theory checks stay in float64.
+    torch's global generator is seeded with `seed(seed)`, so it follows the $LEARNDYN_SEED knob too.
+    """
+    from . import plotting  # imported here: plotting pulls in matplotlib
+
+    chapter = core.as_str("chapter", chapter)
+    seed = core.as_seed("seed", seed)
+    flush_denormal = core.as_bool("flush_denormal", flush_denormal)
+    core.set_threads(threads)
+    torch.manual_seed(seed + core.seed_offset())
+    if flush_denormal:
+        torch.set_flush_denormal(True)
+    plotting.set_style()
+    checks.start_chapter(chapter)
+    return get_device()

@@ -23,7 +23,6 @@ __all__ = [
     "get_device",
     "set_threads",
     "make_generator",
-    "setup",
     "loglog_slope",
     "first_crossing",
     "rk4_step",
@@ -152,31 +151,6 @@ def seed(base: int = 0) -> int:
     text and tolerances unchanged; at the default 0 the chapter's seeds are the literal ones.
     """
     return as_seed("seed", as_seed("base", base) + seed_offset())
-
-
-def setup(chapter: str, seed: int = 0, threads: int | None = None, flush_denormal: bool = False) -> torch.device:
-    """One call at the top of every chapter: threads, seeds, figure style, and the chapter name for the checks.
-
-    threads: torch's CPU threads. None (the default) follows OMP_NUM_THREADS when it is set (`make` sets 2, the
-    book's reference: chapter 6's float32 runs print the book's numbers only at 2 threads), else 2. A reader with
-    more cores can pass `threads=8` or export OMP_NUM_THREADS=8; the checks hold at any count.
-    flush_denormal: opt in to `torch.set_flush_denormal(True)`, which sets the CPU's flush-to-zero flags for the
-    *whole process* (numpy included: afterwards 1e-310 * 1.0 == 0.0). Off by default; no chapter needs it.
-    Returns the device the chapter's simulators will use (CUDA when present). Theory checks stay in float64.
-    torch's global generator is seeded with `seed(seed)`, so it follows the $LEARNDYN_SEED knob too.
-    """
-    from . import checks, plotting  # local import: plotting pulls in matplotlib
-
-    chapter = as_str("chapter", chapter)
-    seed = as_seed("seed", seed)
-    flush_denormal = as_bool("flush_denormal", flush_denormal)
-    set_threads(threads)
-    torch.manual_seed(seed + seed_offset())
-    if flush_denormal:
-        torch.set_flush_denormal(True)
-    plotting.set_style()
-    checks.start_chapter(chapter)
-    return get_device()
 
 
 @dataclass
