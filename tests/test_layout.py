@@ -55,3 +55,16 @@ def test_no_import_circles():
     for start in sorted(graph):
         visit(start, [start])
     assert not circles, "import circles: " + "; ".join(sorted(set(circles)))
+
+
+def test_the_readme_quick_start_runs_and_prints_what_it_says(capsys):
+    """The library section's five lines (README) run as written and print the number their comment gives."""
+    import re
+
+    readme = (LIB.parent / "README.md").read_text()
+    section = readme[readme.index("## The library on its own"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 (the README's own example)
+    printed = float(capsys.readouterr().out.split()[-1])
+    said = float(re.search(r"# ([0-9.]+):", code).group(1))
+    assert abs(printed - said) <= 5e-5, (printed, said)

@@ -18,7 +18,12 @@ from learndyn import plotting as ld_plotting
 ROOT = Path(__file__).resolve().parents[2]
 HTML = Path(os.environ.get("SITE_HTML") or ROOT / "_build" / "html")
 TOC = yaml.safe_load(Path(os.environ.get("SITE_TOC") or ROOT / "_toc.yml").read_text())
-PAGES = [TOC["root"]] + [c["file"] for p in TOC.get("parts", []) for c in p["chapters"]]
+def _files(entries: list[dict]) -> list[str]:
+    """The pages of table-of-contents entries, their sections included (the API reference's module pages)."""
+    return [f for e in entries for f in [e["file"], *_files(e.get("sections", []))]]
+
+
+PAGES = [TOC["root"]] + [f for p in TOC.get("parts", []) for f in _files(p["chapters"])]
 CHAPTERS = [p for p in PAGES if p.startswith("chapters/")]
 IMAGE_FILE = re.compile(r"(^|/)[^ ]+\.(png|svg|jpe?g|gif)$|_images/", re.I)
 SLIDES = re.compile(r"\bslides?\s*(?:\d|\(|version\b|of the lecture|this chapter)|\b(?:lecture|the|first)\s+slides?\b",
