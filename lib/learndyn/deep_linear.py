@@ -100,7 +100,8 @@ def two_layer_grads(Sigma: np.ndarray, W1: np.ndarray, W2: np.ndarray) -> tuple[
 
 
 def balance(W1: np.ndarray, W2: np.ndarray) -> np.ndarray:
-    """C = W1 W1^T - W2^T W2, the (N2, N2) quantity conserved by gradient flow (Ch 1; Ch 2, `thm-saxe-conservation`); batched."""
+    """C = W1 W1^T - W2^T W2, the (N2, N2) quantity conserved by gradient flow (Ch 1; Ch 2,
+    `thm-saxe-conservation`); batched."""
     W1, W2 = _real("W1", W1), _real("W2", W2)
     if W1.ndim < 2 or W2.ndim < 2 or W1.shape[-2] != W2.shape[-1]:
         raise ValueError(f"W1 (N2, N1) and W2 (N3, N2) must share N2; got W1 {W1.shape}, W2 {W2.shape}")
@@ -191,7 +192,8 @@ def svd_task(N1: int, N3: int, svals: np.ndarray | list[float], seed: int = 0) -
 
 
 def hierarchical_task(levels: int = 5, n_features: int = 1000, flip: float = 0.1, seed: int = 0) -> Task:
-    """Saxe et al.'s hierarchically structured data (Ch 2, section 'Saxe's hierarchical data'): 2**levels items, X = I, features from a tree.
+    """Saxe et al.'s hierarchically structured data (Ch 2, section 'Saxe's hierarchical data'): 2**levels items,
+    X = I, features from a tree.
 
     Each feature takes a random sign at the root of a binary tree and copies it down, each child flipping it
     with probability `flip`; the leaves are the items. With X = I the task is Sigma = Y (n_features, 2**levels),
@@ -428,7 +430,8 @@ def deep_half_time_large_D(u0: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0
 
 
 def deep_half_time_small_u0(u0: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0, terms: int = 60) -> np.ndarray:
-    """Small-u0 expansion of the half-time of the balanced depth-D chain, D >= 3, the expansion of eq. `eq-saxe-depth-time`:
+    """Small-u0 expansion of the half-time of the balanced depth-D chain, D >= 3, the expansion of eq.
+    `eq-saxe-depth-time`:
 
         t_1/2 = tau u0^(-(D-2)/D) / ((D-2) s) + C_D - tau u0^(2/D) / (2 s^2) + O(u0^(1 + 2/D)),
         C_D = tau / (D s) s^(p-1) sum_n 2^(-(n+p)) / (n+p) - tau (s/2)^(p-1) / ((D-2) s),   p = 2/D,
@@ -474,7 +477,8 @@ def mode_strengths(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike) -> 
 
 def effective_u0(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike, svals: ArrayLike,
                  refined: bool = True) -> np.ndarray:
-    """Effective Riccati initial conditions of modes from a small random init, eq. `eq-saxe-u0-eff` (Ch 2, `prop-saxe-gram-schmidt`).
+    """Effective Riccati initial conditions of modes from a small random init, eq. `eq-saxe-u0-eff` (Ch 2,
+    `prop-saxe-gram-schmidt`).
 
     a^alpha = column alpha of W1 V, b^alpha = row alpha of U^T W2, c_alpha = (a^alpha + b^alpha) / 2 (the part that
     grows like e^{s t / tau}). Naive (refined=False): u0_alpha = ||c_alpha||^2. Refined: Gram-Schmidt in decreasing

@@ -121,8 +121,9 @@ def train_two_layer(Sigma: ArrayLike | Tensor, W1: ArrayLike | Tensor, W2: Array
 
     `lr` is a float or a tensor of shape (B,) (one step size per run). Tracks any of "modes" (diag U^T W2 W1 V,
     (K, [B,] r)), "loss", "balance_drift" (||C_k - C_0||_2 with C = W1 W1^T - W2^T W2), "offdiag" (largest
-    off-diagonal |entry| of U^T W2 W1 V) and "drift_bound" (lr sum_{j<k} lr ||grad E_j||_F^2, the bound of `thm-saxe-conservation` on the
-    drift). U, V default to the SVD of Sigma. final: "W1", "W2" (numpy) and "diverged_at" with on_divergence="flag".
+    off-diagonal |entry| of U^T W2 W1 V) and "drift_bound" (lr sum_{j<k} lr ||grad E_j||_F^2, the bound of
+    `thm-saxe-conservation` on the drift). U, V default to the SVD of Sigma. final: "W1", "W2" (numpy) and
+    "diverged_at" with on_divergence="flag".
     """
     dev = get_device(device)
     Sig, W1, W2 = (_tensor(n, x, dev) for n, x in (("Sigma", Sigma), ("W1", W1), ("W2", W2)))
