@@ -176,14 +176,15 @@ def api_target(module: str, name: str) -> tuple[str, str] | None:
     return "api/" + home.removeprefix("learndyn."), f"{home}.{name}"
 
 
-def link_first_uses(body: str, uri: Any) -> str:
-    """Wrap the first use of each learndyn function on a page in a link to its entry (`uri(page)`: its address)."""
+def link_first_uses(body: str, uri: Any, pages: Any = None) -> str:
+    """Wrap the first use of each learndyn function on a page in a link to its entry (`uri(page)`: its address;
+    `pages`: the documents of the build, when only some of the API pages are in it)."""
     seen: set[tuple[str, str]] = set()
 
     def link(m: re.Match) -> str:
         key = (m.group(1), m.group(2))
         target = None if key in seen else api_target(*key)
-        if target is None:
+        if target is None or (pages is not None and target[0] not in pages):
             return m.group(0)
         seen.add(key)
         return f'<a class="api-link" href="{uri(target[0])}#{target[1]}" title="learndyn.{key[0]}.{key[1]} in the ' \
@@ -207,7 +208,8 @@ class _Groups:
 
 def _page_context(app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
     if pagename.startswith("chapters/") and "body" in context:
-        context["body"] = link_first_uses(context["body"], lambda page: app.builder.get_relative_uri(pagename, page))
+        context["body"] = link_first_uses(context["body"], lambda page: app.builder.get_relative_uri(pagename, page),
+                                          app.env.found_docs)
 
 
 def _always_reread(app: Any, env: Any, added: set, changed: set, removed: set) -> list[str]:
