@@ -93,10 +93,11 @@ browser: $(STAMP)
 # test at the default seed: it executes every chapter afresh (the execution cache is emptied first, so that a change
 # of the library is run too), fails on any cell that raises, and writes the records the standard stage holds to the
 # standard (`make notebooks` runs the same cells through nbval, for a quick look without the site). A word a+b runs
-# its stages at the same time: the book executes its notebooks one after the other (about one core) while the extra
-# seed's run takes the other one notebook at a time (@1: JOBS=1), and LaTeX (one core) runs beside the browser.
-# seed-run's failures do not stop the run: the records test (standard) that follows reports them claim by claim.
-STAGES := lint unit book+seed-run@1 standard pdf+browser site-check
+# its stages at the same time: LaTeX (one core) beside the browser. The book and the extra seed's run stay one after
+# the other: side by side, torch's OpenMP threads of the two wait on each other (measured: Chapter 6 took over 35
+# minutes of CPU beside the seed run's trace generator, against under 3 alone). seed-run's failures do not stop the
+# run: the records test (standard) that follows reports them claim by claim.
+STAGES := lint unit book seed-run standard pdf+browser site-check
 test: $(STAMP)
 	@mkdir -p _build && rm -rf _build/.jupyter_cache _build/checks/*.json
 	@scripts/stages.sh $(STAGES)
