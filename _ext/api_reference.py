@@ -176,13 +176,17 @@ def api_target(module: str, name: str) -> tuple[str, str] | None:
     return "api/" + home.removeprefix("learndyn."), f"{home}.{name}"
 
 
+USE = re.compile(f"{CELL_USE.pattern}|{PROSE_USE.pattern}")
+
+
 def link_first_uses(body: str, uri: Any, pages: Any = None) -> str:
     """Wrap the first use of each learndyn function on a page in a link to its entry (`uri(page)`: its address;
     `pages`: the documents of the build, when only some of the API pages are in it)."""
     seen: set[tuple[str, str]] = set()
 
     def link(m: re.Match) -> str:
-        key = (m.group(1), m.group(2))
+        cell_mod, cell_fn, prose_mod, prose_fn = m.groups()
+        key = (cell_mod, cell_fn) if cell_mod is not None else (prose_mod, prose_fn)
         target = None if key in seen else api_target(*key)
         if target is None or (pages is not None and target[0] not in pages):
             return m.group(0)
@@ -190,20 +194,7 @@ def link_first_uses(body: str, uri: Any, pages: Any = None) -> str:
         return f'<a class="api-link" href="{uri(target[0])}#{target[1]}" title="learndyn.{key[0]}.{key[1]} in the ' \
                f'API reference">{m.group(0)}</a>'
 
-    pattern = re.compile(f"{CELL_USE.pattern}|{PROSE_USE.pattern}")
-    return pattern.sub(lambda m: link(_Groups(m)), body)
-
-
-class _Groups:
-    """A match of either alternative of link_first_uses' pattern, read as (module, function)."""
-
-    def __init__(self, m: re.Match) -> None:
-        self._m = m
-        g = m.groups()
-        self._mod, self._fn = (g[0], g[1]) if g[0] is not None else (g[2], g[3])
-
-    def group(self, i: int) -> str:
-        return self._m.group(0) if i == 0 else (self._mod if i == 1 else self._fn)
+    return USE.sub(link, body)
 
 
 def _page_context(app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
