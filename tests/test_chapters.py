@@ -116,6 +116,26 @@ def test_code_lines_fit_the_text_column(md):
                       f"{long[0][:60]!r}... ({len(long[0])})")
 
 
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_headings_never_skip_a_level(md):
+    """Sphinx warns (so `make book -W` fails) on a heading two levels below the previous one (H2 then H4)."""
+    jumps, previous = [], 0
+    for cell in jupytext.read(md).cells:
+        if cell.cell_type != "markdown":
+            continue
+        fenced = False
+        for line in cell.source.splitlines():
+            if line.startswith(("```", ":::")):
+                fenced = not fenced
+            match = None if fenced else re.match(r"(#+) ", line)
+            if match:
+                level = len(match.group(1))
+                if previous and level > previous + 1:
+                    jumps.append(f"H{previous} -> H{level}: {line[:60]!r}")
+                previous = level
+    assert not jumps, f"{md.name}: " + "; ".join(jumps)
+
+
 # --- the seed knob: every random draw of a chapter goes through ld.seed (check-power issue) -------------------------
 RNG_CONSTRUCTORS = {"default_rng", "manual_seed", "make_generator", "RandomState", "seed", "Generator"}
 SEED_EXEMPT = {"ld.setup", "ld.seed"}  # setup applies the offset itself
