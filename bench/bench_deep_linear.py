@@ -24,7 +24,7 @@ def timed(fn) -> float:
 def compare(device: torch.device) -> None:
     task = dl.svd_task(6, 8, [3, 2, 1, 0.5, 0.25, 0.1], seed=0)
     W1, W2 = dl.small_random_init(6, 10, 8, 1e-2, batch=B, seed=0, device="cpu")
-    run = dict(lr=0.01, steps=STEPS, record_every=EVERY, U=task.U, V=task.V, device=device)
+    run = dict(eta=0.01, steps=STEPS, record_every=EVERY, U=task.U, V=task.V, device=device)
     timed(lambda: dl.train_two_layer(task.Sigma, W1[:2], W2[:2], **run))          # warm-up
     t_batch = timed(lambda: dl.train_two_layer(task.Sigma, W1, W2, **run))
     t_loop = timed(lambda: [dl.train_two_layer(task.Sigma, W1[b], W2[b], **run) for b in range(B)])

@@ -44,7 +44,7 @@ def two_layer(B: int, steps: int) -> Case:
     dl = ld.deep_linear
     task = dl.svd_task(6, 8, [3, 2, 1, 0.5, 0.25, 0.1], seed=0)
     W1, W2 = dl.small_random_init(6, 10, 8, 1e-2, batch=B, seed=0, device="cpu")
-    kw = dict(lr=0.01, steps=steps, record_every=max(1, steps // 10), U=task.U, V=task.V)
+    kw = dict(eta=0.01, steps=steps, record_every=max(1, steps // 10), U=task.U, V=task.V)
 
     def sig(h: ld.History) -> np.ndarray:
         return np.concatenate([np.atleast_1d(h["loss"][-1])[:, None], np.atleast_2d(h["modes"][-1])], axis=1)
@@ -85,7 +85,7 @@ def barlow(B: int, steps: int) -> Case:
     br = ld.barlow
     Gamma, _ = br.make_gamma([1.0, 0.8, 0.6, 0.4, 0.2, 0.1], m=8, seed=0)
     W0 = br.small_init(4, 8, np.geomspace(1e-3, 1e-1, B), seed=0)  # (B, 4, 8)
-    kw = dict(lr=0.02, steps=steps, record_every=max(1, steps // 10))
+    kw = dict(eta=0.02, steps=steps, record_every=max(1, steps // 10))
     return Case("barlow.train_barlow_linear", "04", "initial scales", B, steps,
                 lambda dev: br.train_barlow_linear(Gamma, W0, device=dev, **kw).final["W"].reshape(B, -1),
                 lambda b, dev: br.train_barlow_linear(Gamma, W0[b], device=dev, **kw).final["W"].ravel())

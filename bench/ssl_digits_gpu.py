@@ -23,7 +23,7 @@ from learndyn import ssl
 from learndyn.core import get_device, make_generator
 
 
-def run(d: int = 512, steps: int = 20_000, batch: int = 256, lr: float = 0.05, wd: float = 0.02,
+def run(d: int = 512, steps: int = 20_000, batch: int = 256, eta: float = 0.05, wd: float = 0.02,
         noise: float = 0.3, seed: int = 0, device: str | None = None) -> dict:
     """Minibatch SGD of L = 1/2 |P Phi x - SG(Phi x')|^2 on augmented digits; returns a summary dict."""
     from sklearn.datasets import load_digits  # local import: only this script needs sklearn's digits
@@ -38,7 +38,7 @@ def run(d: int = 512, steps: int = 20_000, batch: int = 256, lr: float = 0.05, w
     Phi = (0.3 * torch.randn(d, d, generator=gen) / np.sqrt(d)).to(dev).requires_grad_(True)
     A = 0.3 * torch.randn(d, d, generator=gen) / np.sqrt(d)
     P = (0.5 * (A + A.T) + 0.3 * torch.eye(d)).to(dev).requires_grad_(True)
-    opt = torch.optim.SGD([Phi, P], lr=lr, weight_decay=wd)
+    opt = torch.optim.SGD([Phi, P], lr=eta, weight_decay=wd)
     g_dev = torch.Generator(device=dev).manual_seed(seed)
     for _ in range(steps):
         idx = torch.randint(0, images.shape[0], (batch,), generator=g_dev, device=dev)

@@ -84,10 +84,10 @@ def test_aligned_family_is_invariant_and_gd_follows_the_scalar_map():
 
 def test_v41_gd_within_the_lag_bound_of_the_logistic():
     G, _ = barlow.make_gamma(LAM_V41, 10, seed=0)
-    lr, a0 = 2e-3, LAM_V41[:4] * 1e-6
-    hist = barlow.train_barlow_linear(G, barlow.aligned_init(G, 4, 1e-3), lr, 4000, record_every=2, device="cpu")
-    err = np.abs(hist["eigC"] - barlow.barlow_logistic(lr * hist.steps[:, None], LAM_V41[:4], a0)).max(axis=0)
-    r = 8 * lr * LAM_V41[:4]
+    eta, a0 = 2e-3, LAM_V41[:4] * 1e-6
+    hist = barlow.train_barlow_linear(G, barlow.aligned_init(G, 4, 1e-3), eta, 4000, record_every=2, device="cpu")
+    err = np.abs(hist["eigC"] - barlow.barlow_logistic(eta * hist.steps[:, None], LAM_V41[:4], a0)).max(axis=0)
+    r = 8 * eta * LAM_V41[:4]
     assert np.all(err <= 0.07 * r * np.log(1 / a0))
     assert np.all(err >= 0.03 * r * np.log(1 / a0))      # the lag is real: the bound is not vacuous
 
@@ -97,24 +97,25 @@ def test_v41_gd_within_the_lag_bound_of_the_logistic():
 def small_init_run():
     G, V = barlow.make_gamma(LAM_V42, 12, seed=1)
     W0 = barlow.small_init(4, 12, np.array([1e-3, 1e-5]), seed=0)
-    lr = 4e-3
-    k_pred = barlow.barlow_gd_steps(LAM_V42[:4], barlow.effective_a0(W0, G, 4), lr)
-    hist = barlow.train_barlow_linear(G, W0, lr, int(2 * k_pred.max()), record_every=2, device="cpu")
-    return G, V, W0, lr, k_pred, hist
+    eta = 4e-3
+    k_pred = barlow.barlow_gd_steps(LAM_V42[:4], barlow.effective_a0(W0, G, 4), eta)
+    hist = barlow.train_barlow_linear(G, W0, eta, int(2 * k_pred.max()), record_every=2, device="cpu")
+    return G, V, W0, eta, k_pred, hist
 
 
 def test_v42_refined_step_times_within_half_a_step(small_init_run):
-    G, _, W0, lr, k_pred, hist = small_init_run
+    G, _, W0, eta, k_pred, hist = small_init_run
     k_meas = barlow.measured_step_times(hist)
     np.testing.assert_allclose(k_meas, k_pred, atol=0.5)
-    naive = barlow.barlow_gd_steps(LAM_V42[:4], barlow.effective_a0(W0, G, 4, refined=False), lr)
+    naive = barlow.barlow_gd_steps(LAM_V42[:4], barlow.effective_a0(W0, G, 4, refined=False), eta)
     assert np.max(np.abs(k_meas - naive) / k_meas) > 0.01        # the naive estimate is visibly off
-    flow = barlow.barlow_step_times(W0, G, 4) / lr
-    np.testing.assert_allclose(k_meas / flow - 1, np.broadcast_to(2 * lr * LAM_V42[:4], flow.shape), atol=1.5e-3)  # r/4
+    flow = barlow.barlow_step_times(W0, G, 4) / eta
+    r_over_4 = np.broadcast_to(2 * eta * LAM_V42[:4], flow.shape)
+    np.testing.assert_allclose(k_meas / flow - 1, r_over_4, atol=1.5e-3)
 
 
 def test_v43_plateaus(small_init_run):
-    *_, lr, k_pred, hist = small_init_run
+    *_, eta, k_pred, hist = small_init_run
     mids = np.sqrt(k_pred[:, :-1] * k_pred[:, 1:])
     for b in range(2):
         L = np.interp(mids[b], hist.steps, hist["loss"][:, b])
@@ -156,11 +157,11 @@ def test_effective_a0_refined_is_gram_schmidt():
 def test_negative_modes_decay_under_gd():
     G, V = barlow.make_gamma([1.0, -0.5], 2, seed=0)
     W0 = 0.02 * V[:, 1][None, :]                                     # only the mode with lambda = -0.5
-    lr = 0.01
-    hist = barlow.train_barlow_linear(G, W0, lr, 300, record_every=100, device="cpu")
+    eta = 0.01
+    hist = barlow.train_barlow_linear(G, W0, eta, 300, record_every=100, device="cpu")
     a = hist["modes"][:, 1]
     assert a[0] == pytest.approx(-0.5 * 4e-4)
-    np.testing.assert_allclose(a, barlow.barlow_gd_map(-0.5, a[0], lr, 300)[::100], rtol=1e-10)
+    np.testing.assert_allclose(a, barlow.barlow_gd_map(-0.5, a[0], eta, 300)[::100], rtol=1e-10)
     assert abs(a[-1]) < abs(a[0]) * 1e-4
 
 
@@ -187,9 +188,9 @@ def test_bad_input_raises_naming_the_argument():
         barlow.barlow_optimum(G, 6)
     with pytest.raises(ValueError, match="d \\(embedding dimension\\)"):
         barlow.small_init(6, 5, 1e-3)
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="eta"):
         barlow.train_barlow_linear(G, W, 0.0, 10)
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="eta"):
         barlow.train_barlow_linear(G, W, -1e-3, 10)
     with pytest.raises(ValueError, match="fewer than d"):
         barlow.barlow_optimum(-np.eye(3), 2)
@@ -312,7 +313,7 @@ def test_new_functions_reject_bad_input():
         barlow.linear_phase_a0(barlow.small_init(3, 3, 1e-3), G, 3)
     with pytest.raises(ValueError, match="rows but d"):
         barlow.frozen_remainder(W0, G, 1, 1e-3, 10)
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="eta"):
         barlow.barlow_lag_max(1.0, 1e-6, -1.0)
     with pytest.raises(ValueError, match="a0"):
         barlow.barlow_lag_max(1.0, 0.7, 1e-3)
@@ -343,16 +344,16 @@ def test_dual_gd_equals_primal_gd():
 
 
 def test_gd_map_reports_the_step_it_diverges():
-    """a -> a (1 + r (1 - a) / 2)^2 at lr = 100 overflows at step 5, not at the last step of the run."""
+    """a -> a (1 + r (1 - a) / 2)^2 at eta = 100 overflows at step 5, not at the last step of the run."""
     a, first = 0.01, None
     for k in range(1, 20):
         a = a * (1 + 4 * 100 * 0.5 * (1 - a)) ** 2 if np.isfinite(a) else a
         if not np.isfinite(a) and first is None:
             first = k
     with pytest.raises(DivergenceError, match=f"at step {first}:"):
-        barlow.barlow_gd_map(0.5, 0.01, lr=100.0, steps=5000)
+        barlow.barlow_gd_map(0.5, 0.01, eta=100.0, steps=5000)
     with pytest.raises(ValueError, match="a0 must be finite"):
-        barlow.barlow_gd_map(0.5, np.nan, lr=0.01, steps=5)
+        barlow.barlow_gd_map(0.5, np.nan, eta=0.01, steps=5)
 
 
 def test_empty_views_are_refused():
@@ -362,14 +363,14 @@ def test_empty_views_are_refused():
 
 def test_next_term_of_the_step_count_against_the_exact_map():
     lam = np.array([1.0, 0.7, 0.5, 0.35])
-    for lr, s in [(2e-3, 1e-6), (1e-2, 1e-12), (3e-2, 1e-9)]:
+    for eta, s in [(2e-3, 1e-6), (1e-2, 1e-12), (3e-2, 1e-9)]:
         a0 = lam * s
-        steps = int(1.3 * barlow.barlow_gd_steps(lam, a0, lr).max())
-        hist = History(np.arange(steps + 1), {"eigC": barlow.barlow_gd_map(lam, a0, lr, steps)})
+        steps = int(1.3 * barlow.barlow_gd_steps(lam, a0, eta).max())
+        hist = History(np.arange(steps + 1), {"eigC": barlow.barlow_gd_map(lam, a0, eta, steps)})
         k = barlow.measured_step_times(hist)
-        r = 8 * lr * lam
-        old = np.abs(k - barlow.barlow_gd_steps(lam, a0, lr))
-        new = np.abs(k - barlow.barlow_gd_steps(lam, a0, lr, next_term=True))
+        r = 8 * eta * lam
+        old = np.abs(k - barlow.barlow_gd_steps(lam, a0, eta))
+        new = np.abs(k - barlow.barlow_gd_steps(lam, a0, eta, next_term=True))
         assert np.all(new <= r / 8)                            # what is left: O(r) without the logarithm
         assert np.all(new < 0.6 * old)
 

@@ -91,12 +91,12 @@ def test_check_finite_names_the_step():
 
 
 def test_argument_validators():
-    assert core.as_positive("lr", 0.1) == 0.1
+    assert core.as_positive("eta", 0.1) == 0.1
     for bad in (0.0, -1.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="lr"):
-            core.as_positive("lr", bad)
-    with pytest.raises(TypeError, match="lr"):
-        core.as_positive("lr", "0.1")
+        with pytest.raises(ValueError, match="eta"):
+            core.as_positive("eta", bad)
+    with pytest.raises(TypeError, match="eta"):
+        core.as_positive("eta", "0.1")
     assert core.as_int("steps", 3) == 3
     with pytest.raises(ValueError, match="steps"):
         core.as_int("steps", -1)
@@ -165,11 +165,11 @@ def test_as_real_tensor_refuses_requires_grad_and_nan():
     assert core.as_real_tensor("W", np.arange(3)).dtype == torch.float64
 
 
-def test_steps_for_ends_at_T():
+def test_steps_for_ends_at_t_max():
     assert core.steps_for(0.05, 0.01) == 5 and core.steps_for(0.0, 0.1) == 0
-    with pytest.raises(ValueError, match="T = 0.001 is not a whole number of steps"):
+    with pytest.raises(ValueError, match="t_max = 0.001 is not a whole number of steps"):
         core.steps_for(0.001, 0.05)
-    with pytest.raises(ValueError, match="T"):
+    with pytest.raises(ValueError, match="t_max"):
         core.steps_for(-1.0, 0.1)
 
 

@@ -196,7 +196,7 @@ def test_general_u_rhs_and_deep_rhs():
 def test_shallow_closed_forms(task):
     assert dl.shallow_flow(0.0, 2.0, 0.3) == pytest.approx(0.3, rel=1e-15)
     assert dl.shallow_flow(1e3, 2.0, 0.3) == pytest.approx(2.0)
-    h = dl.train_shallow(task.Sigma, np.zeros((8, 6)), lr=0.05, steps=100, U=task.U, V=task.V, device="cpu")
+    h = dl.train_shallow(task.Sigma, np.zeros((8, 6)), eta=0.05, steps=100, U=task.U, V=task.V, device="cpu")
     np.testing.assert_allclose(h["modes"], dl.shallow_gd(h.steps[:, None], S6, 0.0, 0.05), atol=1e-12)  # V2.7
     gap = np.abs(h["modes"] - dl.shallow_flow(h.steps[:, None], S6, 0.0, tau=20.0)).max(axis=0)
     assert np.all(gap <= np.array(S6) * 0.05 / (2 * np.e * 0.95))
@@ -224,7 +224,7 @@ def test_chain_flow_and_gd(task):  # V2.8, fast
         a = _ode(lambda _, a, D=D: a ** (D - 1) * (s - a**D), [u0 ** (1 / D)], t).y[0]
         u = _ode(lambda _, u, D=D: dl.deep_balanced_rhs(u, s, D), [u0], t).y[0]
         np.testing.assert_allclose(a**D, u, atol=1e-8)
-        h = dl.train_chain([[s]], [np.full((1, 1), u0 ** (1 / D))] * D, lr=eta, steps=int(1.2 * T / eta),
+        h = dl.train_chain([[s]], [np.full((1, 1), u0 ** (1 / D))] * D, eta=eta, steps=int(1.2 * T / eta),
                            device="cpu")
         k = dl.half_times(h.steps, h["modes"], [s])[0]
         assert k * eta == pytest.approx(T, rel=eta * s)
@@ -290,7 +290,7 @@ def test_half_times():
 # ---------------------------------------------------------------------------------------------- simulators
 def test_train_two_layer_decoupled_matches_scalar(task):  # V2.1, fast
     W1, W2 = dl.decoupled_init(task, 10, 1e-2, 1e-2, seed=0, device="cpu")
-    h = dl.train_two_layer(task.Sigma, W1, W2, lr=0.01, steps=1500, U=task.U, V=task.V,
+    h = dl.train_two_layer(task.Sigma, W1, W2, eta=0.01, steps=1500, U=task.U, V=task.V,
                            track=("modes", "offdiag"), device="cpu")
     np.testing.assert_allclose(h["modes"], dl.scalar_gd(S6, 1e-2, 1e-2, 0.01, 1500), atol=1e-10)
     assert h["offdiag"].max() <= 1e-12 and h.steps[0] == 0 and h.steps[-1] == 1500
@@ -299,36 +299,36 @@ def test_train_two_layer_decoupled_matches_scalar(task):  # V2.1, fast
 def test_train_two_layer_one_step_and_batched_lr(task):
     W1, W2 = dl.small_random_init(6, 10, 8, 0.3, batch=3, seed=1, device="cpu")
     lrs = torch.tensor([0.01, 0.02, 0.05], dtype=torch.float64)
-    h = dl.train_two_layer(task.Sigma, W1, W2, lr=lrs, steps=20, track=("loss",), device="cpu")
-    for i, lr in enumerate(lrs.tolist()):
+    h = dl.train_two_layer(task.Sigma, W1, W2, eta=lrs, steps=20, track=("loss",), device="cpu")
+    for i, eta in enumerate(lrs.tolist()):
         A, B = W1[i].numpy().copy(), W2[i].numpy().copy()
         for _ in range(20):
             g1, g2 = dl.two_layer_grads(task.Sigma, A, B)
-            A, B = A - lr * g1, B - lr * g2
+            A, B = A - eta * g1, B - eta * g2
         np.testing.assert_allclose(h.final["W1"][i], A, atol=1e-12)
         np.testing.assert_allclose(h.final["W2"][i], B, atol=1e-12)
     assert h["loss"].shape == (21, 3)
-    with pytest.raises(ValueError, match="lr"):
-        dl.train_two_layer(task.Sigma, W1, W2, lr=torch.ones(2), steps=1)
-    with pytest.raises(ValueError, match="lr"):
-        dl.train_two_layer(task.Sigma, W1, W2, lr=-0.1, steps=1)
+    with pytest.raises(ValueError, match="eta"):
+        dl.train_two_layer(task.Sigma, W1, W2, eta=torch.ones(2), steps=1)
+    with pytest.raises(ValueError, match="eta"):
+        dl.train_two_layer(task.Sigma, W1, W2, eta=-0.1, steps=1)
     with pytest.raises(ValueError, match="track"):
-        dl.train_two_layer(task.Sigma, W1, W2, lr=0.1, steps=1, track=("sharpness",))
+        dl.train_two_layer(task.Sigma, W1, W2, eta=0.1, steps=1, track=("sharpness",))
     with pytest.raises(ValueError, match="shapes"):
-        dl.train_two_layer(task.Sigma.T, W1, W2, lr=0.1, steps=1)
+        dl.train_two_layer(task.Sigma.T, W1, W2, eta=0.1, steps=1)
 
 
 def test_train_two_layer_divergence(task):
     W1, W2 = dl.decoupled_init(task, 10, 0.5, 0.5, seed=0, device="cpu")
     with pytest.raises(DivergenceError, match="at step [0-9]+"):
-        dl.train_two_layer(task.Sigma, W1, W2, lr=1.0, steps=200, device="cpu")
+        dl.train_two_layer(task.Sigma, W1, W2, eta=1.0, steps=200, device="cpu")
     Wb1, Wb2 = W1.expand(2, -1, -1), W2.expand(2, -1, -1)
-    h = dl.train_two_layer(task.Sigma, Wb1, Wb2, lr=torch.tensor([1.0, 0.01]), steps=200, device="cpu",
+    h = dl.train_two_layer(task.Sigma, Wb1, Wb2, eta=torch.tensor([1.0, 0.01]), steps=200, device="cpu",
                            on_divergence="flag")
     assert h.final["diverged_at"][0] > 0 and h.final["diverged_at"][1] == -1
     assert np.isfinite(h["loss"][-1, 1]) and not np.isfinite(h["loss"][-1, 0])
     with pytest.raises(ValueError, match="on_divergence"):
-        dl.train_two_layer(task.Sigma, W1, W2, lr=0.1, steps=1, on_divergence="ignore")
+        dl.train_two_layer(task.Sigma, W1, W2, eta=0.1, steps=1, on_divergence="ignore")
 
 
 def test_conservation_flow_and_gd_drift():  # V2.4, fast
@@ -343,7 +343,7 @@ def test_conservation_flow_and_gd_drift():  # V2.4, fast
     drift = []
     for eta in (0.04, 0.02):
         K = int(round(30 / eta))
-        h = dl.train_two_layer(task.Sigma, V1, V2, lr=eta, steps=K, record_every=K,
+        h = dl.train_two_layer(task.Sigma, V1, V2, eta=eta, steps=K, record_every=K,
                                track=("balance_drift", "drift_bound"), device="cpu")
         assert h["balance_drift"][-1] <= h["drift_bound"][-1]
         drift.append(h["balance_drift"][-1])
@@ -365,23 +365,23 @@ def test_flow_two_layer_matches_hyperbolic_and_gd(task):
 
 def test_train_chain_matches_two_layer_and_autograd(task):
     W1, W2 = dl.small_random_init(6, 10, 8, 0.3, seed=2, device="cpu")
-    h2 = dl.train_two_layer(task.Sigma, W1, W2, lr=0.02, steps=50, device="cpu")
-    hc = dl.train_chain(task.Sigma, [W1, W2], lr=0.02, steps=50, device="cpu")
+    h2 = dl.train_two_layer(task.Sigma, W1, W2, eta=0.02, steps=50, device="cpu")
+    hc = dl.train_chain(task.Sigma, [W1, W2], eta=0.02, steps=50, device="cpu")
     np.testing.assert_allclose(hc["modes"], h2["modes"], atol=1e-12)
     W3 = 0.3 * torch.randn(8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     Ws = [W1.clone().requires_grad_(), W2.clone().requires_grad_(), W3.clone().requires_grad_()]
     loss = 0.5 * ((torch.as_tensor(task.Sigma) - Ws[2] @ Ws[1] @ Ws[0]) ** 2).sum()
     loss.backward()
-    h3 = dl.train_chain(task.Sigma, [W1, W2, W3], lr=0.01, steps=1, device="cpu")
+    h3 = dl.train_chain(task.Sigma, [W1, W2, W3], eta=0.01, steps=1, device="cpu")
     for W, Wn in zip(Ws, h3.final["Ws"], strict=True):
         np.testing.assert_allclose(Wn, (W - 0.01 * W.grad).detach().numpy(), atol=1e-13)
-    hs = dl.train_shallow(task.Sigma, np.zeros((8, 6)), lr=0.05, steps=30, device="cpu")
-    h1 = dl.train_chain(task.Sigma, [np.zeros((8, 6))], lr=0.05, steps=30, device="cpu")
+    hs = dl.train_shallow(task.Sigma, np.zeros((8, 6)), eta=0.05, steps=30, device="cpu")
+    h1 = dl.train_chain(task.Sigma, [np.zeros((8, 6))], eta=0.05, steps=30, device="cpu")
     np.testing.assert_allclose(h1["modes"], hs["modes"], atol=1e-13)
     with pytest.raises(ValueError, match="chain"):
-        dl.train_chain(task.Sigma, [W1, W1], lr=0.01, steps=1)
+        dl.train_chain(task.Sigma, [W1, W1], eta=0.01, steps=1)
     with pytest.raises(DivergenceError, match="step"):
-        dl.train_chain([[1.0]], [np.full((1, 1), 2.0)] * 3, lr=1.0, steps=50)
+        dl.train_chain([[1.0]], [np.full((1, 1), 2.0)] * 3, eta=1.0, steps=50)
 
 
 def test_random_init_half_times(task):  # V2.6, fast
@@ -389,7 +389,7 @@ def test_random_init_half_times(task):  # V2.6, fast
     W1, W2 = dl.small_random_init(6, 10, 8, 1e-3, batch=2, seed=5, device="cpu")
     u_gs = dl.effective_u0(W1, W2, task.U, task.V, S6)
     K = int(1.2 * dl.gd_half_steps(S6[4], u_gs[:, 4], eta).max())
-    h = dl.train_two_layer(task.Sigma, W1, W2, lr=eta, steps=K, record_every=5, U=task.U, V=task.V,
+    h = dl.train_two_layer(task.Sigma, W1, W2, eta=eta, steps=K, record_every=5, U=task.U, V=task.V,
                            track=("modes",), device="cpu")
     k = dl.half_times(h.steps, h["modes"], S6)[:, :5]
     assert np.abs(k / dl.gd_half_steps(np.array(S6[:5]), u_gs[:, :5], eta) - 1).max() <= 0.01
@@ -399,7 +399,7 @@ def test_random_init_half_times(task):  # V2.6, fast
 def test_hierarchical_half_times():  # V2.9, fast
     tree = dl.hierarchical_task()
     W1, W2 = dl.small_random_init(32, 32, 32, np.sqrt(2e-4 / 32), seed=0, device="cpu")
-    h = dl.train_two_layer(tree.U[:, :32].T @ tree.Sigma, W1, W2, lr=5e-4, steps=3000, record_every=10,
+    h = dl.train_two_layer(tree.U[:, :32].T @ tree.Sigma, W1, W2, eta=5e-4, steps=3000, record_every=10,
                            U=np.eye(32), V=tree.V, track=("modes",), device="cpu")
     shown = np.array([1, 2, 3, 5, 12, 18, 31]) - 1
     k = dl.half_times(h.steps, h["modes"], tree.svals)[shown]

@@ -121,22 +121,21 @@ def test_gd_limit_solves_the_biased_program_at_the_effective_scale():
 
 def test_descent_cone_distances_exact_minimum_and_bound():
     """Per-sample minimum over tau equals a brute-force grid minimum; the mean lies in ALMT's window."""
-    rng = np.random.default_rng(0)
-    v = dg.l1_descent_cone_distances(12, 2, 50, np.random.default_rng(1))
+    v = dg.l1_descent_cone_distances(12, 2, 50, seed=1)
     g = np.random.default_rng(1).standard_normal((50, 12))
     taus = np.linspace(0, 5, 50_001)[:, None, None]
     f = ((g[None, :, :2] - taus) ** 2).sum(2) + (np.maximum(np.abs(g[None, :, 2:]) - taus, 0) ** 2).sum(2)
     assert np.allclose(v, f.min(0), atol=1e-6)
-    delta = dg.l1_descent_cone_distances(60, 4, 20_000, rng).mean()
+    delta = dg.l1_descent_cone_distances(60, 4, 20_000, seed=0).mean()
     n_l1 = dg.l1_statistical_dimension(60, 4)
     assert n_l1 - 2 * np.sqrt(60 / 4) <= delta <= n_l1
 
 
 def test_descent_cone_distances_bad_input():
     with pytest.raises(ValueError):
-        dg.l1_descent_cone_distances(5, 5, 10, np.random.default_rng(0))
-    with pytest.raises(TypeError):
-        dg.l1_descent_cone_distances(5, 2, 10, 0)
+        dg.l1_descent_cone_distances(5, 5, 10, seed=0)
+    with pytest.raises(TypeError, match="seed"):
+        dg.l1_descent_cone_distances(5, 2, 10, np.random.default_rng(0))
 
 
 def test_bend_is_exact_past_the_sign_flip():

@@ -218,9 +218,9 @@ def test_theory_functions_broadcast_and_mean_equals_rescaled_sum(fast):
 def test_bad_input_names_the_argument(fast):
     Z, mm = fast
     cases = [
-        (lambda: ib.gd_separable(Z, 0.0, 10), "etas"),
-        (lambda: ib.gd_separable(Z, -0.1, 10), "etas"),
-        (lambda: ib.gd_separable(Z, np.inf, 10), "etas"),
+        (lambda: ib.gd_separable(Z, 0.0, 10), "eta"),
+        (lambda: ib.gd_separable(Z, -0.1, 10), "eta"),
+        (lambda: ib.gd_separable(Z, np.inf, 10), "eta"),
         (lambda: ib.descent_step_limit(Z, loss="hinge"), "loss"),
         (lambda: ib.descent_step_limit(Z, w0=np.zeros(3)), "w0"),
         (lambda: ib.gd_loss_bound(np.array([1, 2]), 1.0, 24.0, 0.3), "eta"),
@@ -250,7 +250,7 @@ def test_bad_input_names_the_argument(fast):
     for call, word in cases:
         with pytest.raises(ValueError, match=word):
             call()
-    with pytest.raises(TypeError, match="T"):
+    with pytest.raises(TypeError, match="steps"):
         ib.gd_separable(Z, 0.1, 10.5)
 
 

@@ -240,11 +240,11 @@ def test_acceleration_beyond_the_classical_limit_on_a_held_out_seed():
 # --- bad input --------------------------------------------------------------------------------------------------
 def test_bad_input_raises_naming_the_argument(data):
     Z, *_ = data
-    with pytest.raises(ValueError, match="etas"):
+    with pytest.raises(ValueError, match="eta"):
         ls.gd_logistic(Z, [1.0, -1.0], 10)
-    with pytest.raises(ValueError, match="etas"):
+    with pytest.raises(ValueError, match="eta"):
         ls.gd_logistic(Z, np.nan, 10)
-    with pytest.raises(ValueError, match="T must be >= 0"):
+    with pytest.raises(ValueError, match="steps must be >= 0"):
         ls.gd_logistic(Z, 1.0, -1)
     start = ls.gd_logistic(Z, 1.0, 0, device="cpu")          # T = 0: the start
     np.testing.assert_array_equal(start.final["w"], np.zeros((1, Z.shape[1])))
@@ -276,7 +276,7 @@ def test_bad_input_raises_naming_the_argument(data):
         ls.narrow_margin_2d(gamma=1.0)
     with pytest.raises(ValueError, match="spread"):
         ls.narrow_margin_2d(spread=-0.1)
-    with pytest.raises(ValueError, match="Ts"):
+    with pytest.raises(ValueError, match="budgets"):
         ls.rate_sweep(Z, [100, 50], lambda T: 1.0)
     with pytest.raises(ValueError, match="eta_fn"):
         ls.rate_sweep(Z, [10, 20], lambda T: -1.0)

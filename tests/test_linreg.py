@@ -106,10 +106,10 @@ def test_posterior_mean_is_ridge_regression():
 
 # --- gradient descent and implicit bias -----------------------------------------------------------------------
 def test_v14_fast_gd_finds_min_norm_interpolator():
-    """Fast V1.4: n < d, w0 = 0, lr = 0.5 / lambda_max; GD stays in the row space and converges to X^+ y."""
+    """Fast V1.4: n < d, w0 = 0, eta = 0.5 / lambda_max; GD stays in the row space and converges to X^+ y."""
     X, y = _problem(20, 50, seed=9)
-    lr = 0.25 * linreg.gd_stability_threshold(X)
-    w = linreg.gd_least_squares(X, y, lr, 5000)
+    eta = 0.25 * linreg.gd_stability_threshold(X)
+    w = linreg.gd_least_squares(X, y, eta, 5000)
     w_star = linreg.min_norm_solution(X, y)
     np.testing.assert_allclose(w_star, X.T @ np.linalg.solve(X @ X.T, y), atol=1e-12)  # X^T (X X^T)^{-1} y
     assert np.linalg.norm(w - w_star) <= 1e-8
@@ -167,7 +167,7 @@ def test_non_finite_data_rejected(bad):
 @pytest.mark.parametrize("value", [0.0, -1.0, np.nan, np.inf])
 def test_non_positive_lr_and_sigma_rejected(value):
     X, y = _problem(10, 3)
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="eta"):
         linreg.gd_least_squares(X, y, value, 10)
     with pytest.raises(ValueError, match="sigma"):
         linreg.ols_risk_theory(50, 10, value)
@@ -272,24 +272,24 @@ def test_filters_limits():
 def test_gd_early_stopped_matches_gd_iterations():
     for n, d in ((30, 6), (8, 20)):  # full column rank, and wide (any rank)
         X, y = _problem(n, d, seed=3)
-        lr = 0.5 / np.linalg.eigvalsh(X.T @ X)[-1]
+        eta = 0.5 / np.linalg.eigvalsh(X.T @ X)[-1]
         for k in (0, 1, 7, 60):
-            np.testing.assert_allclose(linreg.gd_early_stopped(X, y, lr, k), linreg.gd_least_squares(X, y, lr, k),
+            np.testing.assert_allclose(linreg.gd_early_stopped(X, y, eta, k), linreg.gd_least_squares(X, y, eta, k),
                                        atol=1e-12)
 
 
 def test_filter_risks_against_exact_linear_map():
     X, _ = _problem(25, 5, seed=4)
-    sigma, tau, lr = 0.8, 0.3, 0.2 / np.linalg.eigvalsh(X.T @ X)[-1]
+    sigma, tau, eta = 0.8, 0.3, 0.2 / np.linalg.eigvalsh(X.T @ X)[-1]
     w = np.random.default_rng(5).standard_normal(5)
     F = np.zeros((5, 25))  # GD on the linear map y -> w_k, no eigendecomposition
     for k in range(40):
         bias = (np.eye(5) - F @ X)
-        assert linreg.gd_risk(X, sigma, lr, k, w=w) == pytest.approx(
+        assert linreg.gd_risk(X, sigma, eta, k, w=w) == pytest.approx(
             np.sum((bias @ w) ** 2) + sigma**2 * np.sum(F**2), rel=1e-10)
-        assert linreg.gd_risk(X, sigma, lr, k, tau=tau) == pytest.approx(
+        assert linreg.gd_risk(X, sigma, eta, k, tau=tau) == pytest.approx(
             tau**2 * np.sum(bias**2) + sigma**2 * np.sum(F**2), rel=1e-10)
-        F = F - lr * X.T @ (X @ F - np.eye(25))
+        F = F - eta * X.T @ (X @ F - np.eye(25))
     kappa = 0.7  # ridge: against its explicit matrix (X^T X + kappa I)^-1 X^T
     A = np.linalg.solve(X.T @ X + kappa * np.eye(5), X.T)
     assert linreg.ridge_risk(X, sigma, kappa, w=w) == pytest.approx(
@@ -297,15 +297,15 @@ def test_filter_risks_against_exact_linear_map():
     # ridge at kappa = sigma^2 / tau^2 is the Bayes estimator: its averaged risk is the Bayes risk
     assert linreg.ridge_risk(X, sigma, sigma**2 / tau**2, tau=tau) == pytest.approx(
         linreg.bayes_risk(X, sigma, tau), rel=1e-12)
-    assert linreg.gd_risk(X, sigma, lr, 10**6, tau=tau) == pytest.approx(linreg.ols_risk_fixed(X, sigma), rel=1e-9)
-    assert linreg.gd_risk(X, sigma, lr, np.arange(5), tau=tau).shape == (5,)
+    assert linreg.gd_risk(X, sigma, eta, 10**6, tau=tau) == pytest.approx(linreg.ols_risk_fixed(X, sigma), rel=1e-9)
+    assert linreg.gd_risk(X, sigma, eta, np.arange(5), tau=tau).shape == (5,)
 
 
 def test_simulate_gd_risk_against_closed_form():
     X, _ = _problem(20, 4, seed=6)
-    lr = 0.2 / np.linalg.eigvalsh(X.T @ X)[-1]
-    means, ses = linreg.simulate_gd_risk(X, 0.5, 0.4, lr, [0, 5, 30], reps=40_000, seed=7)
-    np.testing.assert_array_less(np.abs(means - linreg.gd_risk(X, 0.5, lr, np.array([0, 5, 30]), tau=0.4)), 4 * ses)
+    eta = 0.2 / np.linalg.eigvalsh(X.T @ X)[-1]
+    means, ses = linreg.simulate_gd_risk(X, 0.5, 0.4, eta, [0, 5, 30], reps=40_000, seed=7)
+    np.testing.assert_array_less(np.abs(means - linreg.gd_risk(X, 0.5, eta, np.array([0, 5, 30]), tau=0.4)), 4 * ses)
 
 
 def test_early_stopping_bad_input():
@@ -314,7 +314,7 @@ def test_early_stopping_bad_input():
         linreg.gd_filter(1.0, 0.1, 1.5)
     with pytest.raises(ValueError, match="steps"):
         linreg.gd_filter(1.0, 0.1, -1)
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="eta"):
         linreg.gd_filter(1.0, 0.0, 1)
     with pytest.raises(ValueError, match="lam"):
         linreg.ridge_filter(1.0, 0.0)

@@ -52,7 +52,7 @@ def test_bad_input():
         q.flow_quadratic(np.ones((2, 3)), W0, 1.0)
     with pytest.raises(ValueError, match="w0"):
         q.gd_quadratic(H, np.ones(3), 0.1, 3)
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="eta"):
         q.gd_quadratic(H, W0, -0.1, 3)
     with pytest.raises(ValueError, match="k"):
         q.gd_quadratic_closed_form(H, W0, 0.1, 1.5)
@@ -96,14 +96,14 @@ def test_error_expansion_bad_input():
 
 
 def test_exact_modified_hessian_reproduces_gd():
-    lr = 0.8 / np.linalg.eigvalsh(H)[-1]
-    Ht = q.exact_modified_hessian(H, lr)
+    eta = 0.8 / np.linalg.eigvalsh(H)[-1]
+    Ht = q.exact_modified_hessian(H, eta)
     np.testing.assert_allclose(Ht, Ht.T, atol=1e-14)
     k = np.arange(40)
-    np.testing.assert_allclose(q.flow_quadratic(Ht, W0, lr * k), q.gd_quadratic(H, W0, lr, 39), atol=1e-13)
-    # independent reference: the matrix logarithm of scipy, and the series H + lr H^2/2 + lr^2 H^3/3 at small lr
+    np.testing.assert_allclose(q.flow_quadratic(Ht, W0, eta * k), q.gd_quadratic(H, W0, eta, 39), atol=1e-13)
+    # independent reference: the matrix logarithm of scipy, and the series H + eta H^2/2 + eta^2 H^3/3 at small eta
     from scipy.linalg import logm
-    np.testing.assert_allclose(Ht, -logm(np.eye(2) - lr * H).real / lr, atol=1e-12)
+    np.testing.assert_allclose(Ht, -logm(np.eye(2) - eta * H).real / eta, atol=1e-12)
     small = 1e-3
     series = H + small * H @ H / 2 + small**2 * H @ H @ H / 3
     np.testing.assert_allclose(q.exact_modified_hessian(H, small), series, atol=small**3)
@@ -111,9 +111,9 @@ def test_exact_modified_hessian_reproduces_gd():
 
 def test_exact_modified_hessian_bad_input():
     lam_max = np.linalg.eigvalsh(H)[-1]
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="eta"):
         q.exact_modified_hessian(H, 1.0 / lam_max)  # GD kills the stiff component in one step: no flow does that
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="eta"):
         q.exact_modified_hessian(H, 1.5 / lam_max)
     with pytest.raises(ValueError, match="square"):
         q.exact_modified_hessian(np.ones(3), 0.1)

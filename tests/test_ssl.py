@@ -91,7 +91,7 @@ def test_two_view_gaussian_moments_and_seed():
 def test_no_predictor_gd_is_exact():
     Phi0 = np.random.default_rng(2).normal(size=(4, 4))
     h, k = 0.05, 60
-    hist = ssl.simulate_noncontrastive(Phi0, np.eye(4), SIGMA2, h=h, T=h * k, use_predictor=False, method="euler",
+    hist = ssl.simulate_noncontrastive(Phi0, np.eye(4), SIGMA2, h=h, t_max=h * k, use_predictor=False, method="euler",
                                        record_every=k, device="cpu")
     np.testing.assert_allclose(hist.final["Phi"][0], (1 - h * SIGMA2) ** k * Phi0, rtol=1e-12)
     np.testing.assert_allclose(hist.final["P"][0], np.eye(4))
@@ -99,7 +99,7 @@ def test_no_predictor_gd_is_exact():
 
 def test_no_stopgrad_norm_bound():
     Phi0, P0 = _random_pair(3, d2=4, d1=4)
-    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, T=5.0, h=0.01, stopgrad=False, symmetric_predictor=False,
+    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, t_max=5.0, h=0.01, stopgrad=False, symmetric_predictor=False,
                                        record_every=10, device="cpu")
     bound = np.exp(-SIGMA2 * hist["t"]) * np.linalg.norm(Phi0)
     assert np.all(hist["phi_norm"][:, 0] <= bound * (1 + 1e-6))
@@ -108,7 +108,7 @@ def test_no_stopgrad_norm_bound():
 def test_weight_decay_bound_above_threshold():
     Phi0, P0 = _sym_init(4)
     wd = 0.2
-    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=wd, T=40.0, h=0.05, record_every=20, device="cpu")
+    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=wd, t_max=40.0, h=0.05, record_every=20, device="cpu")
     bound = np.exp(-(wd - 1 / (4 * C)) * hist["t"]) * np.linalg.norm(Phi0.numpy())
     assert np.all(hist["phi_norm"][:, 0] <= bound * (1 + 1e-6))
 
@@ -133,7 +133,7 @@ def test_threshold_matrix_flow_both_sides_of_saddle():
     U = np.linalg.qr(np.random.default_rng(5).normal(size=(3, 3)))[0]
     p0 = np.array([0.3, 0.1])
     hist = ssl.simulate_noncontrastive(p0[:, None, None] * U, p0[:, None, None] * np.eye(3), SIGMA2, wd=0.1,
-                                       T=80.0, h=0.05, record_every=400, device="cpu")
+                                       t_max=80.0, h=0.05, record_every=400, device="cpu")
     p_minus, p_plus = ssl.tian_fixed_points(SIGMA2, 0.1)
     np.testing.assert_allclose(hist["eigP"][-1, 0], p_plus, atol=1e-6)
     np.testing.assert_allclose(hist["eigF"][-1, 0], p_plus**2, atol=1e-6)
@@ -145,7 +145,7 @@ def test_threshold_matrix_flow_both_sides_of_saddle():
 def test_balance_law(ema_beta):
     Phi0, P0 = _random_pair(6, d2=4, d1=4)
     wds = np.array([0.0, 0.05])
-    hist = ssl.simulate_noncontrastive(np.stack([Phi0, Phi0]), np.stack([P0, P0]), SIGMA2, wd=wds, T=10.0, h=0.01,
+    hist = ssl.simulate_noncontrastive(np.stack([Phi0, Phi0]), np.stack([P0, P0]), SIGMA2, wd=wds, t_max=10.0, h=0.01,
                                        symmetric_predictor=False, ema_beta=ema_beta, record_every=50, device="cpu")
     D = hist["balance"]
     law = np.exp(-2 * wds[None, :, None, None] * hist["t"][:, None, None, None]) * D[0]
@@ -167,7 +167,7 @@ def test_matrix_rk4_against_solve_ivp_unaligned():
         return np.concatenate([dPhi.ravel(), dP.ravel()])
 
     ref = solve_ivp(f, (0, T), np.concatenate([Phi0.ravel(), P0.ravel()]), method="DOP853", rtol=1e-12, atol=1e-14)
-    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=wd, T=T, h=0.01, symmetric_predictor=False,
+    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=wd, t_max=T, h=0.01, symmetric_predictor=False,
                                        record_every=1000, device="cpu")
     np.testing.assert_allclose(hist.final["Phi"][0], ref.y[:12, -1].reshape(3, 4), atol=1e-7)  # RK4 at h = 0.01
     np.testing.assert_allclose(hist.final["P"][0], ref.y[12:, -1].reshape(3, 3), atol=1e-7)
@@ -175,9 +175,10 @@ def test_matrix_rk4_against_solve_ivp_unaligned():
 
 def test_euler_is_first_order():
     Phi0, P0 = _random_pair(8, d2=3, d1=3)
-    ref = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, T=2.0, h=0.01, symmetric_predictor=False, record_every=1000)
-    errs = [np.abs(ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, T=2.0, h=h, method="euler", symmetric_predictor=False,
-                                               record_every=1000).final["Phi"] - ref.final["Phi"]).max()
+    ref = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, t_max=2.0, h=0.01, symmetric_predictor=False, record_every=1000)
+    errs = [np.abs(ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, t_max=2.0, h=h, method="euler",
+                                               symmetric_predictor=False, record_every=1000).final["Phi"]
+                   - ref.final["Phi"]).max()
             for h in (0.02, 0.01)]
     assert 1.7 < errs[0] / errs[1] < 2.3
 
@@ -186,7 +187,7 @@ def test_aligned_init_follows_mode_ode():
     rng = np.random.default_rng(9)
     Q = np.linalg.qr(rng.normal(size=(4, 4)))[0]
     p0, s0 = np.array([-0.1, 0.05, 0.4, 0.9]), np.array([0.2, 0.05, 0.3, 0.6])
-    hist = ssl.simulate_noncontrastive(Q @ np.diag(np.sqrt(s0)), Q @ np.diag(p0) @ Q.T, SIGMA2, wd=0.1, T=5.0,
+    hist = ssl.simulate_noncontrastive(Q @ np.diag(np.sqrt(s0)), Q @ np.diag(p0) @ Q.T, SIGMA2, wd=0.1, t_max=5.0,
                                        h=0.01, record_every=50, device="cpu")
     p, s = ssl.integrate_modes(p0, s0, SIGMA2, 0.1, hist["t"])
     np.testing.assert_allclose(np.sort(p, axis=1), hist["eigP"][:, 0], atol=1e-8)
@@ -229,8 +230,8 @@ def test_mode_rhs_balanced_cubic_and_conservation():
 def test_alignment_symmetric_vs_unsymmetrised():
     """V3.6a / V3.7 (fast): a symmetric predictor aligns; an unsymmetrised one with wd = 0 does not."""
     Phi0, P0 = _sym_init(10, d=5, batch=2)
-    sym = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=0.0, T=60.0, h=0.05, record_every=1200, device="cpu")
-    uns = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=0.0, T=60.0, h=0.05, symmetric_predictor=False,
+    sym = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=0.0, t_max=60.0, h=0.05, record_every=1200, device="cpu")
+    uns = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=0.0, t_max=60.0, h=0.05, symmetric_predictor=False,
                                       record_every=1200, device="cpu")
     assert sym["commutator"][-1].max() < 1e-6
     assert uns["commutator"][-1].min() > 1e-2
@@ -247,7 +248,7 @@ def test_commutator_ratio_values():
 
 def test_history_shapes_and_recording():
     Phi0, P0 = _sym_init(11, d=4, batch=3)
-    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=[0.0, 0.01, 0.02], T=1.1, h=0.1, record_every=4)
+    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=[0.0, 0.01, 0.02], t_max=1.1, h=0.1, record_every=4)
     assert list(hist.steps) == [0, 4, 8, 11]
     np.testing.assert_allclose(hist["t"], hist.steps * 0.1)
     assert hist["eigP"].shape == hist["eigF"].shape == hist["modeP"].shape == (4, 3, 4)
@@ -257,7 +258,7 @@ def test_history_shapes_and_recording():
 
 def test_loss_metric_matches_monte_carlo_free_formula():
     Phi0, P0 = _random_pair(12, d2=3, d1=3)
-    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, T=0.1, h=0.1, symmetric_predictor=False, record_every=1)
+    hist = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, t_max=0.1, h=0.1, symmetric_predictor=False, record_every=1)
     x, xp = ssl.two_view_gaussian(200_000, 3, math.sqrt(SIGMA2), seed=1, device="cpu")
     r = x.numpy() @ (P0 @ Phi0).T - xp.numpy() @ Phi0.T
     per = 0.5 * (r**2).sum(1)
@@ -353,7 +354,7 @@ def test_bad_input_raises_naming_the_argument():
 def test_divergence_names_the_step():
     Phi0, P0 = 10 * np.eye(3), 10 * np.eye(3)
     with pytest.raises(DivergenceError, match="step"):
-        ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, h=1.0, T=200.0, method="euler", record_every=1, device="cpu")
+        ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, h=1.0, t_max=200.0, method="euler", record_every=1, device="cpu")
 
 
 # ---- closed forms and simulators added for the Ch 3 dynamics ------------------------------------------------------
@@ -395,7 +396,7 @@ def test_optimal_predictor_limits_and_gradient():
 def test_directpred_follows_balanced_ode():
     rng = np.random.default_rng(1)
     Phi0 = 0.2 * rng.normal(size=(4, 4))
-    run = ssl.simulate_directpred(Phi0, SIGMA2, wd=0.02, h=0.02, T=10.0, record_every=100, device="cpu")
+    run = ssl.simulate_directpred(Phi0, SIGMA2, wd=0.02, h=0.02, t_max=10.0, record_every=100, device="cpu")
     s0 = np.linalg.eigvalsh(Phi0 @ Phi0.T)
     _, s_ode = ssl.integrate_modes(np.sqrt(s0), s0, SIGMA2, 0.02, run["t"])
     np.testing.assert_allclose(run["eigF"][:, 0], s_ode, rtol=1e-7, atol=1e-12)
@@ -422,7 +423,7 @@ def test_integrate_modes_general_matches_matrix_flow_and_scaling():
     rng = np.random.default_rng(3)
     Q = np.linalg.qr(rng.normal(size=(3, 3)))[0]
     phi0, p0 = np.array([0.2, 0.5, 0.9]), np.array([0.05, 0.3, 0.6])
-    sim = ssl.simulate_noncontrastive(Q @ np.diag(phi0), Q @ np.diag(p0) @ Q.T, SIGMA2, wd=0.05, T=10.0, h=0.01,
+    sim = ssl.simulate_noncontrastive(Q @ np.diag(phi0), Q @ np.diag(p0) @ Q.T, SIGMA2, wd=0.05, t_max=10.0, h=0.01,
                                       record_every=200, alpha_p=2.0, ema_beta=0.5, device="cpu")
     _, phi, _ = ssl.integrate_modes_general(p0, phi0, SIGMA2, 0.05, sim["t"], alpha_p=2.0, ema_beta=0.5)
     np.testing.assert_allclose(np.sort(phi**2, axis=1), sim["eigF"][:, 0], atol=1e-9)
@@ -475,7 +476,7 @@ def test_spectral_contrastive_loss_grad_and_logistic():
     gram = z1 @ z2.T
     explicit = -2 * gram.diagonal().mean() + ((gram**2).sum() - (gram.diagonal() ** 2).sum()) / 30
     assert ssl.spectral_contrastive_loss(z1, z2).item() == pytest.approx(explicit.item(), rel=1e-12)
-    run = ssl.simulate_spectral_contrastive(0.05 * rng.normal(size=(4, 4)), SIGMA2, wd=0.3, h=0.005, T=2.0,
+    run = ssl.simulate_spectral_contrastive(0.05 * rng.normal(size=(4, 4)), SIGMA2, wd=0.3, h=0.005, t_max=2.0,
                                             record_every=50, device="cpu")
     s0 = run["eigF"][0, 0]
     np.testing.assert_allclose(run["eigF"][:, 0], ssl.spectral_contrastive_modes(s0, SIGMA2, 0.3, run["t"][:, None]),
@@ -503,27 +504,27 @@ def test_gpu_variant_script_runs_tiny():
 # ---- issue 20: bad input, zero-length runs, t_eval = [0] ------------------------------------------------------
 def test_runs_stop_at_T_and_T0_returns_the_start():
     Phi0, P0 = 0.5 * np.eye(3, 4), 0.3 * np.eye(3)
-    with pytest.raises(ValueError, match="T = 0.001 is not a whole number of steps h = 0.05"):
-        ssl.simulate_noncontrastive(Phi0, P0, 0.25, h=0.05, T=0.001, device="cpu")
-    with pytest.raises(ValueError, match="T"):
-        ssl.simulate_directpred(Phi0, 0.25, h=1.0, T=1.5, device="cpu")
-    hist = ssl.simulate_noncontrastive(Phi0, P0, 0.25, h=0.05, T=0.0, device="cpu")
+    with pytest.raises(ValueError, match="t_max = 0.001 is not a whole number of steps h = 0.05"):
+        ssl.simulate_noncontrastive(Phi0, P0, 0.25, h=0.05, t_max=0.001, device="cpu")
+    with pytest.raises(ValueError, match="t_max"):
+        ssl.simulate_directpred(Phi0, 0.25, h=1.0, t_max=1.5, device="cpu")
+    hist = ssl.simulate_noncontrastive(Phi0, P0, 0.25, h=0.05, t_max=0.0, device="cpu")
     assert hist.steps.tolist() == [0] and np.allclose(hist.final["Phi"][0], Phi0)
-    assert ssl.simulate_noncontrastive(Phi0, P0, 0.25, h=0.05, T=0.1, device="cpu")["t"][-1] == pytest.approx(0.1)
+    assert ssl.simulate_noncontrastive(Phi0, P0, 0.25, h=0.05, t_max=0.1, device="cpu")["t"][-1] == pytest.approx(0.1)
 
 
 def test_nan_inputs_are_bad_input_not_divergence():
     Phi0, P0 = 0.5 * np.eye(3, 4), 0.3 * np.eye(3)
     with pytest.raises(ValueError, match="Phi0 must be finite"):
-        ssl.simulate_noncontrastive(np.full((3, 4), np.nan), P0, 0.25, T=1.0, device="cpu")
+        ssl.simulate_noncontrastive(np.full((3, 4), np.nan), P0, 0.25, t_max=1.0, device="cpu")
     with pytest.raises(ValueError, match="P0 must be finite"):
-        ssl.simulate_noncontrastive(Phi0, np.full((3, 3), np.nan), 0.25, T=1.0, device="cpu")
+        ssl.simulate_noncontrastive(Phi0, np.full((3, 3), np.nan), 0.25, t_max=1.0, device="cpu")
     with pytest.raises(TypeError, match="Phi must be real"):
         ssl.noncontrastive_pop_grads(Phi0 + 1j, P0, 0.25)
     with pytest.raises(TypeError, match="stopgrad"):
         ssl.noncontrastive_pop_grads(Phi0, P0, 0.25, stopgrad="False")
     with pytest.raises(TypeError, match="Phi0.*requires_grad"):
-        ssl.simulate_directpred(torch.ones(3, 4, requires_grad=True), 0.25, T=0.1, h=0.05, device="cpu")
+        ssl.simulate_directpred(torch.ones(3, 4, requires_grad=True), 0.25, t_max=0.1, h=0.05, device="cpu")
 
 
 def test_t_eval_zero_and_zero_noise():

@@ -6,8 +6,8 @@ C = W Gamma W^T (eq. `eq-ssl2-C`) and the loss is L(W) = ||C - I_d||_F^2 (eq. `e
 grad L = 4 (C - I) W Gamma (eq. `eq-ssl2-grad`). Along an eigenvector v_j of Gamma (eigenvalue lambda_j) the
 strength a_j = lambda_j ||W v_j||^2 follows the logistic law da/dt = 8 lambda_j a (1 - a) (eq. `eq-ssl2-logistic`).
 
-Time: GD step k is compared with gradient-flow time t = lr * k ("our normalisation", the chapter's admonition): a
-source that trains alpha L at learning rate lr' is GD on L at lr = alpha lr', so its time lr' k is ours over alpha.
+Time: GD step k is compared with gradient-flow time t = eta * k ("our normalisation", the chapter's admonition): a
+source that trains alpha L at step size eta' is GD on L at eta = alpha eta', so its time eta' k is ours over alpha.
 Also: the linear-phase criterion for the step times (eq. `eq-ssl2-linear-phase`), the frozen remainder of the
 lower modes (eq. `eq-ssl2-frozen`), GD's largest lag (eq. `eq-ssl2-lag-max`), and linear VICReg and SimCLR
 (eqs. `eq-ssl2-vicreg`, `eq-ssl2-simclr`).
@@ -152,41 +152,41 @@ def barlow_time(lam: ArrayLike, a0: ArrayLike, level: float = 0.5) -> np.ndarray
     return np.where(lam > 0, t, np.inf)
 
 
-def barlow_gd_map(lam: ArrayLike, a0: ArrayLike, lr: float, steps: int) -> np.ndarray:
-    """GD on the aligned family, exactly: a_{k+1} = a_k (1 + 4 lr lam (1 - a_k))^2 (eq. `eq-ssl2-gd-map`).
+def barlow_gd_map(lam: ArrayLike, a0: ArrayLike, eta: float, steps: int) -> np.ndarray:
+    """GD on the aligned family, exactly: a_{k+1} = a_k (1 + 4 eta lam (1 - a_k))^2 (eq. `eq-ssl2-gd-map`).
 
-    This is what W <- W - lr grad L does to a_j = lam_j varsigma_j^2 (varsigma <- varsigma (1 + 4 lr lam (1 - a))).
+    This is what W <- W - eta grad L does to a_j = lam_j varsigma_j^2 (varsigma <- varsigma (1 + 4 eta lam (1 - a))).
     lam and a0 broadcast; returns shape (steps + 1, *broadcast shape).
     """
-    lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
+    eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
     lam, a = broadcast("lam and a0", as_real_array("lam", lam, nonempty=True), as_real_array("a0", a0, nonempty=True))
     out = np.empty((steps + 1, *lam.shape))
     out[0] = a
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(steps):
-            out[k + 1] = out[k] * (1.0 + 4.0 * lr * lam * (1.0 - out[k])) ** 2
+            out[k + 1] = out[k] * (1.0 + 4.0 * eta * lam * (1.0 - out[k])) ** 2
             check_finite("a", out[k + 1], step=k + 1)          # the first step that leaves the finite numbers
     return out
 
 
-def barlow_gd_steps(lam: ArrayLike, a0: ArrayLike, lr: float, level: float = 0.5,
+def barlow_gd_steps(lam: ArrayLike, a0: ArrayLike, eta: float, level: float = 0.5,
                     next_term: bool = False) -> np.ndarray:
     """GD steps for a mode to reach `level`, eq. `eq-ssl2-gd-steps`:
 
-        k = t / lr + ln(level / a0) / 4 + ln((1 - level) / (1 - a0)) / 2,     t = `barlow_time`(lam, a0, level).
+        k = t / eta + ln(level / a0) / 4 + ln((1 - level) / (1 - a0)) / 2,     t = `barlow_time`(lam, a0, level).
 
-    In y = ln a one GD step adds D(y) = 2 ln(1 + r (1 - a) / 2), r = 8 lr lam; the steps needed are
+    In y = ln a one GD step adds D(y) = 2 ln(1 + r (1 - a) / 2), r = 8 eta lam; the steps needed are
     int dy / D + ln(D(y) / D(y0)) / 2 (Euler-Maclaurin), and 1/D = 1/(r (1 - a)) + 1/4 - r (1 - a) / 48 + O(r^2).
     The middle term is GD's lag (relative r/4), the last a fixed offset. Error O(r) steps: with `next_term`, the
     third term of 1/D is integrated too, -(r/48) (ln(level / a0) - level + a0) steps (GD crosses that much earlier),
     and what is left is O(r) without the logarithm (about r/10 on the exact map `barlow_gd_map`).
     """
-    lr, level = as_positive("lr", lr), _level(level)
+    eta, level = as_positive("eta", eta), _level(level)
     a0 = as_real_array("a0", a0, nonempty=True)
-    k = (barlow_time(lam, a0, level=level) / lr + 0.25 * np.log(level / a0)
+    k = (barlow_time(lam, a0, level=level) / eta + 0.25 * np.log(level / a0)
          + 0.5 * np.log((1 - level) / (1 - a0)))
     if as_bool("next_term", next_term):
-        k = k - 8.0 * lr * np.asarray(lam, dtype=float) / 48.0 * (np.log(level / a0) - level + a0)
+        k = k - 8.0 * eta * np.asarray(lam, dtype=float) / 48.0 * (np.log(level / a0) - level + a0)
     return k
 
 
@@ -216,21 +216,21 @@ def nonlinear_gain(W0: ArrayLike, Gamma: ArrayLike, d: int, a0: ArrayLike | None
     return out.reshape(W0.shape[:-2] + (d,))
 
 
-def barlow_lag_max(lam: ArrayLike, a0: ArrayLike, lr: float) -> np.ndarray:
-    """Largest |a_GD(k) - a_flow(lr k)| of one aligned mode, eq. `eq-ssl2-lag-max`.
+def barlow_lag_max(lam: ArrayLike, a0: ArrayLike, eta: float) -> np.ndarray:
+    """Largest |a_GD(k) - a_flow(eta k)| of one aligned mode, eq. `eq-ssl2-lag-max`.
 
     GD reaches level l late by dk(l) = ln(l / a0) / 4 + ln((1 - l) / (1 - a0)) / 2 steps (`barlow_gd_steps`), and
-    the flow rises at da/dk = r l (1 - l) with r = 8 lr lam, so the gap is r l (1 - l) dk(l), maximised over l
+    the flow rises at da/dk = r l (1 - l) with r = 8 eta lam, so the gap is r l (1 - l) dk(l), maximised over l
     (a grid of 20 001 levels refined around its maximum). About (r/16) ln(1/a0) (1 - 3 ln 2 / ln(1/a0)).
     lam and a0 broadcast; lam > 0.
     """
-    lr = as_positive("lr", lr)
+    eta = as_positive("eta", eta)
     lam, a0 = broadcast("lam and a0", as_real_array("lam", lam, nonempty=True), as_real_array("a0", a0, nonempty=True))
     if np.any(lam <= 0):
         raise ValueError("lam must be positive (a mode that is learned)")
     if np.any(a0 <= 0) or np.any(a0 >= 0.5):
         raise ValueError("a0 must lie in (0, 1/2) (a small initial mode strength)")
-    r = 8.0 * lr * lam
+    r = 8.0 * eta * lam
 
     def gap(level: np.ndarray) -> np.ndarray:
         return r * level * (1 - level) * (0.25 * np.log(level / a0) + 0.5 * np.log((1 - level) / (1 - a0)))
@@ -273,7 +273,7 @@ def barlow_step_times(W0: ArrayLike, Gamma: ArrayLike, d: int, refined: bool = T
     """Predicted flow times at which the j-th eigenvalue of C crosses `level`, j = 1..d (eq. `eq-ssl2-step-time`).
 
     Logistic law with the effective initial strengths of `effective_a0` (refined: Gram-Schmidt). In our
-    normalisation t = lr * k; inf for modes with lam_j <= 0. Shape (..., d), batched over leading axes of W0.
+    normalisation t = eta * k; inf for modes with lam_j <= 0. Shape (..., d), batched over leading axes of W0.
     """
     W0, G = _check_pair(W0, Gamma, "W0")
     lam, _ = _top_eigh(G, _check_d(d, W0, G, "W0"))
@@ -340,13 +340,13 @@ def _log_mu(w: np.ndarray, lam: np.ndarray, t: float, j: int) -> float:
     return float(np.log(mu)) if mu > 0 else -np.inf
 
 
-def frozen_remainder(W0: ArrayLike, Gamma: ArrayLike, d: int, lr: float, steps: int) -> np.ndarray:
+def frozen_remainder(W0: ArrayLike, Gamma: ArrayLike, d: int, eta: float, steps: int) -> np.ndarray:
     """Predicted ||w_k||^2 = ||W v_k||^2 of the lower modes k > d after `steps` GD steps, eq. `eq-ssl2-frozen`.
 
     While mode k stays small it only feels I - C. Along the Gram-Schmidt direction q_i of the i-th learned mode
-    (i <= d), I - C = 1 - a_i, so GD multiplies the component q_i^T w_k by 1 + 4 lr lam_k (1 - a_i) per step, and
+    (i <= d), I - C = 1 - a_i, so GD multiplies the component q_i^T w_k by 1 + 4 eta lam_k (1 - a_i) per step, and
     the component freezes once a_i = 1:
-    ||w_k||^2 = sum_i (q_i^T w_k(0))^2 prod_s (1 + 4 lr lam_k (1 - a_i^(s)))^2,
+    ||w_k||^2 = sum_i (q_i^T w_k(0))^2 prod_s (1 + 4 eta lam_k (1 - a_i^(s)))^2,
     with a_i^(s) the aligned GD map (eq. `eq-ssl2-gd-map`) started from the linear-phase strengths
     (`linear_phase_a0`). Valid for every sign of lam_k (modes with lam_k < 0 shrink, lam_k = 0 stay); the
     strengths are a_k = lam_k ||w_k||^2. Returns shape (..., m - d). Needs lam_d > 0.
@@ -354,15 +354,15 @@ def frozen_remainder(W0: ArrayLike, Gamma: ArrayLike, d: int, lr: float, steps: 
     W0, G = _check_pair(W0, Gamma, "W0")
     d = _check_d(d, W0, G, "W0")
     steps = as_int("steps", steps, minimum=0)
-    lr = as_positive("lr", lr)
+    eta = as_positive("eta", eta)
     lam, V = np.linalg.eigh(G)
     lam, V = lam[::-1].copy(), V[:, ::-1].copy()
     a_top = linear_phase_a0(W0, G, d)                                # (..., d)
-    traj = barlow_gd_map(lam[:d], a_top, lr, steps)[:-1]           # (steps, ..., d)
+    traj = barlow_gd_map(lam[:d], a_top, eta, steps)[:-1]           # (steps, ..., d)
     w = W0 @ V                                                       # (..., d, m)
     q = np.linalg.qr(w[..., :, :d])[0]                               # (..., d, d): Gram-Schmidt directions
     proj2 = (np.swapaxes(q, -1, -2) @ w[..., :, d:]) ** 2           # (..., d, m - d): (q_i^T w_k(0))^2
-    x = 4.0 * lr * lam[d:] * (1.0 - traj[..., :, None])             # (steps, ..., d, m - d)
+    x = 4.0 * eta * lam[d:] * (1.0 - traj[..., :, None])             # (steps, ..., d, m - d)
     log_gain = 2.0 * np.sum(np.log1p(x), axis=0)
     return np.sum(proj2 * np.exp(log_gain), axis=-2)
 
@@ -413,11 +413,11 @@ def small_init(d: int, m: int, eps: ArrayLike, seed: int = 0) -> np.ndarray:
 
 
 # ---- simulators (torch) ----------------------------------------------------------------------------------------------
-def train_barlow_linear(Gamma: ArrayLike, W0: ArrayLike, lr: float | ArrayLike, steps: int, record_every: int = 1,
+def train_barlow_linear(Gamma: ArrayLike, W0: ArrayLike, eta: float | ArrayLike, steps: int, record_every: int = 1,
                         device: str | torch.device | None = None) -> History:
-    """Full-batch GD W <- W - lr * 4 (C - I) W Gamma on L = ||W Gamma W^T - I||^2 (eq. `eq-ssl2-gd`), in float64.
+    """Full-batch GD W <- W - eta * 4 (C - I) W Gamma on L = ||W Gamma W^T - I||^2 (eq. `eq-ssl2-gd`), in float64.
 
-    W0 is (d, m) or a batch (B, d, m); lr a float or shape (B,). Records, at steps 0, record_every, ..., steps:
+    W0 is (d, m) or a batch (B, d, m); eta a float or shape (B,). Records, at steps 0, record_every, ..., steps:
     "loss" (K,[B]), "eigC" (K,[B],d) eigenvalues of C in decreasing order, "modes" (K,[B],m) the strengths
     a_j = lam_j ||W v_j||^2 along the eigenvectors of Gamma (decreasing lam_j). final["W"]: last weights.
     Raises DivergenceError (with the step) if the weights leave the finite numbers.
@@ -430,10 +430,10 @@ def train_barlow_linear(Gamma: ArrayLike, W0: ArrayLike, lr: float | ArrayLike, 
     dev = get_device(device)
     Gt = torch.as_tensor(G, dtype=torch.float64, device=dev)
     with few_threads_if_small(dev, np.asarray(W0).size):
-        return _gd_loop(W0, lr, steps, record_every, dev, lambda k: Gt, G)
+        return _gd_loop(W0, eta, steps, record_every, dev, lambda k: Gt, G)
 
 
-def train_barlow_views(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, steps: int, batch_size: int = 256,
+def train_barlow_views(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, eta: float, steps: int, batch_size: int = 256,
                        record_every: int = 10, seed: int = 0, device: str | torch.device | None = None) -> History:
     """Minibatch GD on the view pairs (X, Xp): each step uses Gamma_b of a random batch (with replacement).
 
@@ -454,17 +454,17 @@ def train_barlow_views(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, st
     W0 = as_real_array("W0", W0, nonempty=True, ndim=(2, 3))
     _check_d(W0.shape[-2], W0, G, "W0")
     with few_threads_if_small(dev, np.asarray(W0).size):
-        return _gd_loop(W0, lr, steps, record_every, dev, batch_gamma, G)
+        return _gd_loop(W0, eta, steps, record_every, dev, batch_gamma, G)
 
 
-def train_barlow_dual(K: ArrayLike, B0: ArrayLike, lr: float, steps: int, record_every: int = 1,
+def train_barlow_dual(K: ArrayLike, B0: ArrayLike, eta: float, steps: int, record_every: int = 1,
                       device: str | torch.device | None = None) -> History:
     """GD on linear Barlow Twins in its dual (kernel) form, eq. `eq-ssl2-dual`, in float64.
 
     K is the (2n, 2n) kernel matrix of the 2n views ordered [x_1..x_n, x_1'..x_n'], K_ab = k(x_a, x_b); the
     embedding is f = B^T k(., views), i.e. W = B^T A for features A (rows phi of the views), with B (2n, d). With the
-    swap J of the two halves, Gamma = A^T J A / (2n), so C = B^T K J K B / (2n) and GD W <- W - 4 lr (C - I) W Gamma
-    becomes B^T <- B^T - 4 lr (C - I) B^T K J / (2n). B0 (2n, d) or (batch, 2n, d). Records "loss" and "eigC"
+    swap J of the two halves, Gamma = A^T J A / (2n), so C = B^T K J K B / (2n) and GD W <- W - 4 eta (C - I) W Gamma
+    becomes B^T <- B^T - 4 eta (C - I) B^T K J / (2n). B0 (2n, d) or (batch, 2n, d). Records "loss" and "eigC"
     (decreasing eigenvalues of C); final["B"].
     """
     K = as_real_array("K", K, nonempty=True)
@@ -475,7 +475,7 @@ def train_barlow_dual(K: ArrayLike, B0: ArrayLike, lr: float, steps: int, record
     B0 = as_real_array("B0", B0)
     if B0.ndim not in (2, 3) or B0.shape[-2] != K.shape[0]:
         raise ValueError(f"B0 must have shape (2n, d) or (batch, 2n, d) with 2n = {K.shape[0]}; got {B0.shape}")
-    lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
+    eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
     record_every = as_int("record_every", record_every, minimum=1)
     n2 = K.shape[0]
     KJ = np.concatenate([K[:, n2 // 2:], K[:, : n2 // 2]], axis=1)          # K J: swap the column halves
@@ -495,7 +495,7 @@ def train_barlow_dual(K: ArrayLike, B0: ArrayLike, lr: float, steps: int, record
                 Cs.append(0.5 * (C + C.mT))
             if k == steps:
                 break
-            Bt = Bt - 4.0 * lr * (C - eye) @ Bt @ KJt
+            Bt = Bt - 4.0 * eta * (C - eye) @ Bt @ KJt
     C = torch.stack(Cs)
     eigC = torch.linalg.eigvalsh(C).flip(-1).cpu().numpy()
     loss = ((C - eye) ** 2).sum(dim=(-2, -1)).cpu().numpy()
@@ -508,7 +508,7 @@ def train_barlow_dual(K: ArrayLike, B0: ArrayLike, lr: float, steps: int, record
 def measured_step_times(hist: History, level: float = 0.5, key: str = "eigC") -> np.ndarray:
     """First recorded step at which each column of hist[key] crosses `level`, linearly interpolated; nan if never.
 
-    Returns (..., n) in the units of hist.steps (multiply by lr for flow time).
+    Returns (..., n) in the units of hist.steps (multiply by eta for flow time).
     """
     if not isinstance(hist, History):
         raise TypeError(f"hist must be a History from a Barlow simulator; got {type(hist).__name__}")
@@ -601,9 +601,9 @@ def vicreg_modes(Sigma: ArrayLike, Gamma: ArrayLike, beta: float = 1.0) -> tuple
     return 8.0 * s * a_star, a_star, s
 
 
-def train_vicreg_linear(Sigma: ArrayLike, Gamma: ArrayLike, W0: ArrayLike, lr: float, steps: int, beta: float = 1.0,
+def train_vicreg_linear(Sigma: ArrayLike, Gamma: ArrayLike, W0: ArrayLike, eta: float, steps: int, beta: float = 1.0,
                         record_every: int = 1, device: str | torch.device | None = None) -> History:
-    """Full-batch GD on `vicreg_loss`: W <- W - lr [4 (C - I) W Sigma + 2 beta W Delta], C = W Sigma W^T, float64.
+    """Full-batch GD on `vicreg_loss`: W <- W - eta [4 (C - I) W Sigma + 2 beta W Delta], C = W Sigma W^T, float64.
 
     W0 (d, m) or (B, d, m). Records "loss" (K,[B]) and "eigC" (K,[B],d), the eigenvalues of C in decreasing order.
     """
@@ -613,7 +613,7 @@ def train_vicreg_linear(Sigma: ArrayLike, Gamma: ArrayLike, W0: ArrayLike, lr: f
     if W0.ndim not in (2, 3):
         raise ValueError(f"W0 must have shape (d, m) or (B, d, m); got {W0.shape}")
     _check_d(W0.shape[-2], W0, S, "W0")
-    lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
+    eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
     batched = W0.ndim == 3
@@ -633,7 +633,7 @@ def train_vicreg_linear(Sigma: ArrayLike, Gamma: ArrayLike, W0: ArrayLike, lr: f
                 losses.append(((C - eye) ** 2).sum(dim=(-2, -1)) + beta * (W @ Dt * W).sum(dim=(-2, -1)))
             if k == steps:
                 break
-            W = W - lr * (4.0 * (C - eye) @ WS + 2.0 * beta * W @ Dt)
+            W = W - eta * (4.0 * (C - eye) @ WS + 2.0 * beta * W @ Dt)
     eigC = torch.linalg.eigvalsh(torch.stack(Cs)).flip(-1).cpu().numpy()
     loss = torch.stack(losses).cpu().numpy()
     Wf = W.cpu().numpy()
@@ -665,7 +665,7 @@ def _info_nce(W: torch.Tensor, X: torch.Tensor, Xp: torch.Tensor, tau: float) ->
     return (-pos + 0.5 * (torch.logsumexp(logits, dim=-1) + torch.logsumexp(logits, dim=-2))).mean(dim=-1)
 
 
-def train_simclr_linear(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, steps: int, tau: float = 1.0,
+def train_simclr_linear(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, eta: float, steps: int, tau: float = 1.0,
                         record_every: int = 1, device: str | torch.device | None = None) -> History:
     """Full-batch GD on `info_nce_linear` (torch autograd, float64) from W0 (d, m) or (B, d, m).
 
@@ -678,7 +678,7 @@ def train_simclr_linear(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, s
     if W0.ndim not in (2, 3):
         raise ValueError(f"W0 must have shape (d, m) or (B, d, m); got {W0.shape}")
     _check_d(W0.shape[-2], W0, G, "W0")
-    lr, steps, tau = as_positive("lr", lr), as_int("steps", steps, minimum=0), as_positive("tau", tau)
+    eta, steps, tau = as_positive("eta", eta), as_int("steps", steps, minimum=0), as_positive("tau", tau)
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
     batched = W0.ndim == 3
@@ -689,7 +689,7 @@ def train_simclr_linear(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, s
     Gt, Vt = (torch.as_tensor(a, dtype=torch.float64, device=dev) for a in (G, V))
     rec, Cs, WVs, losses = [], [], [], []
     with few_threads_if_small(dev, X.size + W0.size):
-        _simclr_loop(W, Xt, Xpt, tau, lr, steps, record_every, Gt, Vt, rec, Cs, WVs, losses)
+        _simclr_loop(W, Xt, Xpt, tau, eta, steps, record_every, Gt, Vt, rec, Cs, WVs, losses)
     C = torch.stack(Cs)
     eigC = torch.linalg.eigvalsh(0.5 * (C + C.mT)).flip(-1).cpu().numpy()
     modes = lam * (torch.stack(WVs) ** 2).sum(dim=-2).cpu().numpy()
@@ -700,7 +700,7 @@ def train_simclr_linear(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, lr: float, s
     return History(np.asarray(rec), {"loss": loss, "eigC": eigC, "modes": modes}, {"W": Wf})
 
 
-def _simclr_loop(W: torch.Tensor, Xt: torch.Tensor, Xpt: torch.Tensor, tau: float, lr: float, steps: int,
+def _simclr_loop(W: torch.Tensor, Xt: torch.Tensor, Xpt: torch.Tensor, tau: float, eta: float, steps: int,
                  record_every: int, Gt: torch.Tensor, Vt: torch.Tensor, rec: list, Cs: list, WVs: list,
                  losses: list) -> None:
     """The GD loop of `train_simclr_linear`: autograd of `info_nce_linear`, recording into the lists given."""
@@ -717,25 +717,25 @@ def _simclr_loop(W: torch.Tensor, Xt: torch.Tensor, Xpt: torch.Tensor, tau: floa
             break
         (grad,) = torch.autograd.grad(loss.sum(), W)
         with torch.no_grad():
-            W -= lr * grad
+            W -= eta * grad
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------------
-def _gd_loop(W0: np.ndarray, lr: float | ArrayLike, steps: int, record_every: int, dev: torch.device,
+def _gd_loop(W0: np.ndarray, eta: float | ArrayLike, steps: int, record_every: int, dev: torch.device,
              step_gamma: Callable[[int], torch.Tensor], G: np.ndarray) -> History:
     steps = as_int("steps", steps, minimum=0)
     record_every = as_int("record_every", record_every, minimum=1)
     batched = W0.ndim == 3
     W = torch.as_tensor(W0 if batched else W0[None], dtype=torch.float64, device=dev).clone()   # (B, d, m)
     B, d, m = W.shape
-    if isinstance(lr, bool):
-        raise TypeError(f"lr must be a real number or an array of them; got {lr!r}")
-    lr_arr = np.atleast_1d(as_real_array("lr", lr))
-    if lr_arr.ndim != 1 or lr_arr.size not in (1, B):
-        raise ValueError(f"lr must be a float or have shape (B,) = ({B},); got shape {lr_arr.shape}")
-    if not np.all(np.isfinite(lr_arr)) or np.any(lr_arr <= 0):
-        raise ValueError(f"lr (learning rate) must be positive and finite; got {lr!r}")
-    lr_t = torch.as_tensor(np.broadcast_to(lr_arr, (B,)).copy(), device=dev)[:, None, None]     # (B, 1, 1)
+    if isinstance(eta, bool):
+        raise TypeError(f"eta must be a real number or an array of them; got {eta!r}")
+    eta_arr = np.atleast_1d(as_real_array("eta", eta))
+    if eta_arr.ndim != 1 or eta_arr.size not in (1, B):
+        raise ValueError(f"eta must be a float or have shape (B,) = ({B},); got shape {eta_arr.shape}")
+    if not np.all(np.isfinite(eta_arr)) or np.any(eta_arr <= 0):
+        raise ValueError(f"eta (step size) must be positive and finite; got {eta!r}")
+    eta_t = torch.as_tensor(np.broadcast_to(eta_arr, (B,)).copy(), device=dev)[:, None, None]     # (B, 1, 1)
     lam, V = np.linalg.eigh(G)
     lam, V = lam[::-1].copy(), V[:, ::-1].copy()
     Vt = torch.as_tensor(V, dtype=torch.float64, device=dev)
@@ -751,7 +751,7 @@ def _gd_loop(W0: np.ndarray, lr: float | ArrayLike, steps: int, record_every: in
         if k == steps:
             break
         WG = W @ step_gamma(k)
-        W = W - lr_t * 4.0 * (WG @ W.mT - eye) @ WG
+        W = W - eta_t * 4.0 * (WG @ W.mT - eye) @ WG
     C = torch.stack(Cs)                                                                         # (K, B, d, d)
     C = 0.5 * (C + C.mT)
     eigC = torch.linalg.eigvalsh(C).flip(-1).cpu().numpy()

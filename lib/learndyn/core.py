@@ -1,7 +1,7 @@
 """Shared machinery for every chapter: devices, threads, seeds, the `History` record and small numerics.
 
-Conventions (book §0, Preface): gradient descent w_{k+1} = w_k - lr * grad L(w_k) is compared with gradient flow
-at time t = lr * k (Chapter 2 uses tau = 1/lr instead, which is the same map with time counted in steps).
+Conventions (book §0, Preface): gradient descent w_{k+1} = w_k - eta * grad L(w_k) is compared with gradient flow
+at time t = eta * k (Chapter 2 uses tau = 1/eta instead, which is the same map with time counted in steps).
 Checks against closed forms run in float64 on the CPU; simulators accept `device=` and use CUDA when present.
 """
 
@@ -413,20 +413,20 @@ def check_alloc(what: str, entries: int | float, itemsize: int = 8, limit: int |
                          "function allows); choose smaller sizes")
 
 
-def steps_for(T: float, h: float, name_T: str = "T", name_h: str = "h") -> int:
-    """The number of steps of size h that end exactly at time T (T = 0 gives 0 steps: the run returns its start).
+def steps_for(t_max: float, h: float, name_t: str = "t_max", name_h: str = "h") -> int:
+    """The number of steps of size h that end exactly at time t_max (t_max = 0: 0 steps, the run returns its start).
 
-    Refuses a T that is not a whole number of steps (to 1e-9 relative): the run would otherwise stop before or
-    after T without saying so.
+    Refuses a t_max that is not a whole number of steps (to 1e-9 relative): the run would otherwise stop before or
+    after t_max without saying so.
     """
-    T, h = as_nonnegative(name_T, T), as_positive(name_h, h)
-    n = T / h
+    t_max, h = as_nonnegative(name_t, t_max), as_positive(name_h, h)
+    n = t_max / h
     k = round(n)
     if abs(n - k) > 1e-9 * max(1.0, n):
-        raise ValueError(f"{name_T} = {T:g} is not a whole number of steps {name_h} = {h:g} (T/h = {n:.6g}): choose "
-                         f"{name_T} = k * {name_h}, e.g. {name_T} = {max(k, 1) * h:g}")
+        raise ValueError(f"{name_t} = {t_max:g} is not a whole number of steps {name_h} = {h:g} (t_max/h = {n:.6g}): "
+                         f"choose {name_t} = k * {name_h}, e.g. {name_t} = {max(k, 1) * h:g}")
     if k > 10**9:
-        raise ValueError(f"{name_T}/{name_h} = {n:.3g} steps is more than this simulator allows (1e9)")
+        raise ValueError(f"{name_t}/{name_h} = {n:.3g} steps is more than this simulator allows (1e9)")
     return int(k)
 
 

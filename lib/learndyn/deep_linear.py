@@ -3,11 +3,11 @@ checked against (the torch simulators live in `deep_linear_sim` and are re-expor
 
 Two-layer model (Ch 1, eq. `eq-linreg-deep-loss`; Ch 2 for whitened inputs): E(W1, W2) = 1/2 ||Sigma - W2 W1||_F^2
 with W1 of shape (N2, N1), W2 of shape (N3, N2), Sigma = U S V^T of shape (N3, N1). Batched arguments carry leading
-axes (matmul broadcasting). GD step k is compared with flow time t = lr * k (Ch 2 writes tau = 1/lr).
+axes (matmul broadcasting). GD step k is compared with flow time t = eta * k (Ch 2 writes tau = 1/eta).
 Theory: numpy, float64, broadcasting. Saxe, McClelland & Ganguli (2014); Baldi & Hornik (1989).
 
-Chapter 2 convention: tau dW/dt = -grad E with tau = 1/lr, so flow time t counts GD steps; the closed forms take
-`tau` and the GD step k is compared with t = k (equivalently t / tau = lr k).
+Chapter 2 convention: tau dW/dt = -grad E with tau = 1/eta, so flow time t counts GD steps; the closed forms take
+`tau` and the GD step k is compared with t = k (equivalently t / tau = eta k).
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def hierarchical_task(levels: int = 5, n_features: int = 1000, flip: float = 0.1
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Chapter 2: closed forms (numpy, broadcasting). Time t is in the units of tau (tau = 1/lr: t counts GD steps).
+# Chapter 2: closed forms (numpy, broadcasting). Time t is in the units of tau (tau = 1/eta: t counts GD steps).
 def riccati_u(t: ArrayLike, s: ArrayLike, u0: ArrayLike, tau: float = 1.0) -> np.ndarray:
     """Balanced mode strength, eq. `eq-saxe-riccati`: the solution of tau du/dt = 2 u (s - u), u(0) = u0.
 

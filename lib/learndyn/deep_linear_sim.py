@@ -2,7 +2,7 @@
 
 Re-exported by `learndyn.deep_linear`; use them from there. Conventions of that module: W1 (N2, N1), W2 (N3, N2),
 Sigma = U S V^T (N3, N1), E = 1/2 ||Sigma - W2 W1||_F^2 (whitened inputs, eq. `eq-saxe-loss`), GD step k compared
-with flow time t = k when tau = 1/lr. Simulators run in float64 on `device` (default `learndyn.get_device()`) and
+with flow time t = k when tau = 1/eta. Simulators run in float64 on `device` (default `learndyn.get_device()`) and
 return a `learndyn.core.History` whose metrics have the recorded steps as leading axis: "modes" (K, [B,] r),
 "loss" (K, [B]), ... . A run that leaves the finite numbers raises `DivergenceError` naming the step, or, with
 on_divergence="flag", records in `final["diverged_at"]` the first non-finite step of each run (-1: none).
@@ -40,13 +40,13 @@ if TYPE_CHECKING:
 __all__ = ["decoupled_init", "small_random_init", "train_two_layer", "train_chain", "train_shallow", "flow_two_layer"]
 
 Tensor = torch.Tensor
-Device = str | torch.device | None
 OnDivergence = Literal["raise", "flag"]
 TRACKS = ("modes", "loss", "balance_drift", "offdiag", "drift_bound")
 
 
 def decoupled_init(task: Task, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLike | None = None,
-                   batch: int | None = None, seed: int = 0, device: Device = None) -> tuple[Tensor, Tensor]:
+                   batch: int | None = None, seed: int = 0,
+                   device: str | torch.device | None = None) -> tuple[Tensor, Tensor]:
     """Decoupled initial conditions, eq. `eq-saxe-decoupled-init`: W1 = R D1 V^T, W2 = U D2 R^T.
 
     R (N2, N2) is orthogonal (Haar-random from `seed` when not given, one per batch element); D1 (N2, N1) and
@@ -93,7 +93,7 @@ def decoupled_init(task: Task, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLi
 
 
 def small_random_init(N1: int, N2: int, N3: int, scale: float, batch: int | None = None, seed: int = 0,
-                      device: Device = None) -> tuple[Tensor, Tensor]:
+                      device: str | torch.device | None = None) -> tuple[Tensor, Tensor]:
     """W1 ~ scale N(0, 1) of shape ([B,] N2, N1) and W2 ~ scale N(0, 1) of shape ([B,] N3, N2), float64.
 
     Drawn on the CPU from a generator seeded by `seed` (so a run does not depend on the device), then moved.
@@ -111,17 +111,17 @@ def small_random_init(N1: int, N2: int, N3: int, scale: float, batch: int | None
 
 
 def train_two_layer(Sigma: ArrayLike | Tensor, W1: ArrayLike | Tensor, W2: ArrayLike | Tensor,
-                    lr: float | ArrayLike | Tensor, steps: int, record_every: int = 1,
+                    eta: float | ArrayLike | Tensor, steps: int, record_every: int = 1,
                     U: ArrayLike | None = None, V: ArrayLike | None = None,
-                    track: Sequence[str] = ("modes", "loss", "balance_drift"), device: Device = None,
+                    track: Sequence[str] = ("modes", "loss", "balance_drift"), device: str | torch.device | None = None,
                     on_divergence: OnDivergence = "raise") -> History:
     """Full-batch GD on E = 1/2 ||Sigma - W2 W1||_F^2, eq. `eq-saxe-gd`, batched over a leading axis of W1, W2.
 
-        W1 <- W1 + lr W2^T G,  W2 <- W2 + lr G W1^T,  G = Sigma - W2 W1.
+        W1 <- W1 + eta W2^T G,  W2 <- W2 + eta G W1^T,  G = Sigma - W2 W1.
 
-    `lr` is a float or a tensor of shape (B,) (one step size per run). Tracks any of "modes" (diag U^T W2 W1 V,
+    `eta` is a float or a tensor of shape (B,) (one step size per run). Tracks any of "modes" (diag U^T W2 W1 V,
     (K, [B,] r)), "loss", "balance_drift" (||C_k - C_0||_2 with C = W1 W1^T - W2^T W2), "offdiag" (largest
-    off-diagonal |entry| of U^T W2 W1 V) and "drift_bound" (lr sum_{j<k} lr ||grad E_j||_F^2, the bound of
+    off-diagonal |entry| of U^T W2 W1 V) and "drift_bound" (eta sum_{j<k} eta ||grad E_j||_F^2, the bound of
     `thm-saxe-conservation` on the drift). U, V default to the SVD of Sigma. final: "W1", "W2" (numpy) and
     "diverged_at" with on_divergence="flag".
     """
@@ -132,19 +132,19 @@ def train_two_layer(Sigma: ArrayLike | Tensor, W1: ArrayLike | Tensor, W2: Array
         raise ValueError(f"shapes do not chain: Sigma {tuple(Sig.shape)}, W1 {tuple(W1.shape)}, W2 {tuple(W2.shape)};"
                          " expected Sigma (N3, N1), W1 ([B,] N2, N1), W2 ([B,] N3, N2) with the same B")
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
-    lr_t = _lr(lr, W1, dev)
+    eta_t = _eta(eta, W1, dev)
     track = _tracks(track)
     Ut, Vt = _basis(Sig, U, V, dev)
     div = _Divergence(on_divergence, W1.shape[:-2], dev)
     steps_rec, rec = [], {name: [] for name in track}
     with few_threads_if_small(dev, _numel(W1, W2)):
-        W1, W2 = _gd_two_layer(Sig, W1, W2, lr_t, steps, record_every, track, Ut, Vt, div, steps_rec, rec)
+        W1, W2 = _gd_two_layer(Sig, W1, W2, eta_t, steps, record_every, track, Ut, Vt, div, steps_rec, rec)
     return History.from_records(steps_rec, rec, {"W1": _np(W1), "W2": _np(W2), **div.final()})
 
 
-def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], lr: float | ArrayLike | Tensor,
+def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], eta: float | ArrayLike | Tensor,
                 steps: int, record_every: int = 1, U: ArrayLike | None = None, V: ArrayLike | None = None,
-                device: Device = None, on_divergence: OnDivergence = "raise") -> History:
+                device: str | torch.device | None = None, on_divergence: OnDivergence = "raise") -> History:
     """GD on a depth-D linear chain, E = 1/2 ||Sigma - W_D ... W_1||_F^2 (Ch 2, eq. `eq-saxe-depth`); batched.
 
     Ws = [W_1, ..., W_D], W_j of shape ([B,] N_{j+1}, N_j); grad_{W_j} E = -(W_D..W_{j+1})^T G (W_{j-1}..W_1)^T.
@@ -163,7 +163,7 @@ def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], lr:
     if Sig.ndim != 2 or (Ws[-1].shape[-2], Ws[0].shape[-1]) != tuple(Sig.shape):
         raise ValueError(f"Sigma {tuple(Sig.shape)} must have shape (rows of Ws[-1], columns of Ws[0])")
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
-    lr_t = _lr(lr, Ws[0], dev)
+    eta_t = _eta(eta, Ws[0], dev)
     Ut, Vt = _basis(Sig, U, V, dev)
     div = _Divergence(on_divergence, Ws[0].shape[:-2], dev)
     steps_rec, rec = [], {"modes": [], "loss": []}
@@ -183,15 +183,15 @@ def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], lr:
             for j in range(len(Ws) - 1, -1, -1):
                 grads[j] = -(back if pre[j] is None else back @ pre[j].transpose(-1, -2))
                 back = Ws[j].transpose(-1, -2) @ back
-            Ws = [W - lr_t * g for W, g in zip(Ws, grads, strict=True)]
+            Ws = [W - eta_t * g for W, g in zip(Ws, grads, strict=True)]
             div.check(k + 1, *Ws)
     return History.from_records(steps_rec, rec, {"Ws": [_np(W) for W in Ws], **div.final()})
 
 
-def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, lr: float | ArrayLike | Tensor, steps: int,
+def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, eta: float | ArrayLike | Tensor, steps: int,
                   record_every: int = 1, U: ArrayLike | None = None, V: ArrayLike | None = None,
-                  device: Device = None) -> History:
-    """GD on the shallow network y = W x, E = 1/2 ||Sigma - W||_F^2: W <- W + lr (Sigma - W), eq. `eq-saxe-shallow-gd`.
+                  device: str | torch.device | None = None) -> History:
+    """GD on the shallow network y = W x, E = 1/2 ||Sigma - W||_F^2: W <- W + eta (Sigma - W), eq. `eq-saxe-shallow-gd`.
 
     Records "modes" (diag U^T W V) and "loss"; batched over a leading axis of W0.
     """
@@ -201,7 +201,7 @@ def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, lr: float |
         raise ValueError(f"W0 must have the shape of Sigma {tuple(Sig.shape)} (plus a batch axis); "
                          f"got {tuple(W.shape)}")
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
-    lr_t = _lr(lr, W, dev)
+    eta_t = _eta(eta, W, dev)
     Ut, Vt = _basis(Sig, U, V, dev)
     div = _Divergence("raise", W.shape[:-2], dev)
     steps_rec, rec = [], {"modes": [], "loss": []}
@@ -216,7 +216,7 @@ def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, lr: float |
                     no_overflow("Sigma and W0", rec["loss"][0])
             if k == steps:
                 break
-            W = W + lr_t * G
+            W = W + eta_t * G
             div.check(k + 1, W)
     return History.from_records(steps_rec, rec, {"W": _np(W)})
 
@@ -270,7 +270,7 @@ def flow_two_layer(Sigma: ArrayLike, W1: ArrayLike, W2: ArrayLike, t_eval: Array
 
 
 # ---------------------------------------------------------------------------------------------------------------
-def _gd_two_layer(Sig: Tensor, W1: Tensor, W2: Tensor, lr_t: Tensor, steps: int, record_every: int,
+def _gd_two_layer(Sig: Tensor, W1: Tensor, W2: Tensor, eta_t: Tensor, steps: int, record_every: int,
                   track: tuple[str, ...], Ut: Tensor, Vt: Tensor, div: _Divergence, steps_rec: list[int],
                   rec: dict[str, list[Tensor]]) -> tuple[Tensor, Tensor]:
     """The loop of `train_two_layer` (appends to steps_rec and rec); returns the final weights."""
@@ -286,8 +286,8 @@ def _gd_two_layer(Sig: Tensor, W1: Tensor, W2: Tensor, lr_t: Tensor, steps: int,
             break
         m1, m2 = W2.transpose(-1, -2) @ G, G @ W1.transpose(-1, -2)  # minus the gradients (bitwise: no negation)
         if "drift_bound" in track:
-            bound = bound + lr_t[..., 0, 0] ** 2 * ((m1**2).sum((-2, -1)) + (m2**2).sum((-2, -1)))
-        W1, W2 = W1 + lr_t * m1, W2 + lr_t * m2
+            bound = bound + eta_t[..., 0, 0] ** 2 * ((m1**2).sum((-2, -1)) + (m2**2).sum((-2, -1)))
+        W1, W2 = W1 + eta_t * m1, W2 + eta_t * m2
         div.check(k + 1, W1, W2)
     return W1, W2
 
@@ -313,7 +313,7 @@ class _Divergence:
             return
         if self.mode == "raise":
             raise DivergenceError(f"the weights are no longer finite at step {step}: GD diverged "
-                                  "(try a smaller lr)")
+                                  "(try a smaller eta)")
         self.at = torch.where((~ok) & (self.at < 0), step, self.at)
 
     def final(self) -> dict[str, np.ndarray]:
@@ -327,18 +327,18 @@ def _tensor(name: str, x: ArrayLike | Tensor, dev: torch.device) -> Tensor:
     return t.to(device=dev, dtype=torch.float64)
 
 
-def _lr(lr: float | ArrayLike | Tensor, W: Tensor, dev: torch.device) -> Tensor:
-    """lr as a tensor broadcastable against W ([B,] n, m): shape () + (1, 1) or (B, 1, 1)."""
-    if isinstance(lr, int | float | np.integer | np.floating) and not isinstance(lr, bool):
-        return torch.tensor(as_positive("lr", lr), dtype=torch.float64, device=dev).reshape(1, 1)
-    if isinstance(lr, bool) or lr is None or isinstance(lr, str | bytes | complex):
-        raise TypeError(f"lr must be a positive float or one per run, shape (B,); got {lr!r}")
-    t = torch.as_tensor(as_real_array("lr", lr))
+def _eta(eta: float | ArrayLike | Tensor, W: Tensor, dev: torch.device) -> Tensor:
+    """eta as a tensor broadcastable against W ([B,] n, m): shape () + (1, 1) or (B, 1, 1)."""
+    if isinstance(eta, int | float | np.integer | np.floating) and not isinstance(eta, bool):
+        return torch.tensor(as_positive("eta", eta), dtype=torch.float64, device=dev).reshape(1, 1)
+    if isinstance(eta, bool) or eta is None or isinstance(eta, str | bytes | complex):
+        raise TypeError(f"eta must be a positive float or one per run, shape (B,); got {eta!r}")
+    t = torch.as_tensor(as_real_array("eta", eta))
     if t.ndim != 1 or W.ndim != 3 or t.shape[0] != W.shape[0]:
-        raise ValueError(f"lr must be a positive float or of shape (B,) matching the batch of the weights "
+        raise ValueError(f"eta must be a positive float or of shape (B,) matching the batch of the weights "
                          f"{tuple(W.shape)}; got shape {tuple(t.shape)}")
     if not bool(torch.all(torch.isfinite(t) & (t > 0))):
-        raise ValueError(f"lr must be positive and finite; got {t.tolist()}")
+        raise ValueError(f"eta must be positive and finite; got {t.tolist()}")
     return t.to(device=dev, dtype=torch.float64).reshape(-1, 1, 1)
 
 

@@ -28,7 +28,7 @@ import torch
 from scipy.optimize import LinearConstraint, linprog, lsq_linear, minimize, minimize_scalar
 from scipy.stats import norm
 
-from .core import History, as_int, as_positive, as_real_array, get_device, no_overflow
+from .core import History, as_int, as_positive, as_real_array, as_seed, get_device, no_overflow
 
 __all__ = ["hyperbolic_entropy", "mirror_map", "entropy_interpolator", "basis_pursuit", "kkt_distance_bound",
            "l2_correction", "saddle_sequence", "Saddles", "l1_statistical_dimension", "l1_descent_cone_distances",
@@ -180,20 +180,19 @@ def saddle_sequence(X: np.ndarray, y: np.ndarray, max_jumps: int = 100, tol: flo
     return Saddles(np.array(times), np.array(points), np.array(losses))
 
 
-def l1_descent_cone_distances(d: int, p: int, samples: int, rng: np.random.Generator) -> np.ndarray:
+def l1_descent_cone_distances(d: int, p: int, samples: int, seed: int) -> np.ndarray:
     """min_{tau >= 0} dist^2(g, tau * subdifferential of ||.||_1 at a p-sparse vector), one per Gaussian draw g.
 
     Their mean is the statistical dimension delta of the l1 descent cone (ALMT 2014, Prop. 4.5 with the minimum
     inside the expectation; eq-diag-statdim-exact). By symmetry the support is the first p coordinates with signs
     +1: f(tau) = sum_S (g_i - tau)^2 + sum_off (|g_i| - tau)_+^2, convex and piecewise quadratic, minimised exactly
-    on the interval of sorted |g_off| that contains its stationary point. Returns shape (samples,).
+    on the interval of sorted |g_off| that contains its stationary point. The draws g are seeded by `seed`.
+    Returns shape (samples,).
     """
     d, p, samples = as_int("d", d, minimum=2), as_int("p", p, minimum=1), as_int("samples", samples, minimum=1)
     if not 0 < p < d:
         raise ValueError(f"need 0 < p < d; got p = {p}, d = {d}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator; got {type(rng).__name__}")
-    g = rng.standard_normal((samples, d))
+    g = np.random.default_rng(as_seed("seed", seed)).standard_normal((samples, d))
     g_s, a = g[:, :p], -np.sort(-np.abs(g[:, p:]), axis=1)  # off-support magnitudes, decreasing
     k = np.arange(d - p + 1)  # number of off-support entries above tau
     tau = (g_s.sum(1)[:, None] + np.concatenate([np.zeros((samples, 1)), np.cumsum(a, 1)], 1)) / (p + k)
@@ -225,7 +224,7 @@ def l1_statistical_dimension(d: int, p: int) -> float:
 
 # --- simulator ---------------------------------------------------------------------------------------------------
 def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray, steps: int,
-                record_every: int = 0, device: torch.device | str | None = None, bend: bool = True) -> History:
+                record_every: int = 0, device: str | torch.device | None = None, bend: bool = True) -> History:
     """Batched GD on L = 1/2 ||X (u_+^2 - u_-^2) - y||^2 from u_+ = u_- = alpha, one (alpha, eta) per run, float64.
 
     u_+ <- u_+ (1 - 2 eta g), u_- <- u_- (1 + 2 eta g), g = X^T (X w - y), the exact product form of eq-diag-gd-alpha.

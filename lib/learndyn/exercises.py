@@ -187,7 +187,7 @@ def check_ssl1_ntxent(fn: Any) -> None:
 
 def check_ssl2_merge(gaps: Any) -> None:
     """Checker of `ex-ssl2-merge`: gaps[i, j] = measured (t2 - t1) * 8 lambda_2 for rho = SSL2_RHOS[i] and
-    eps = SSL2_EPS[j] (m = 12, d = 4, lr = 0.01, the chapter's seeds), compared with eq. `eq-ssl2-step-time`.
+    eps = SSL2_EPS[j] (m = 12, d = 4, eta = 0.01, the chapter's seeds), compared with eq. `eq-ssl2-step-time`.
 
     The prediction: the linear-phase strengths (eq. `eq-ssl2-linear-phase`) with the next term of the step count;
     at rho = 0.9 the Gram-Schmidt strengths miss the gap by up to a rise time on some draws. Tolerance 0.15 rise
@@ -203,7 +203,7 @@ def check_ssl2_merge(gaps: Any) -> None:
         raise AssertionError("the gaps are negative: the second step comes after the first, gap = t2 - t1")
     lam2 = np.array(SSL2_RHOS)[:, None]
     if np.allclose(got * 0.01 * 8 * lam2, pred, atol=0.15):
-        raise AssertionError("your gaps are in GD steps: convert to flow time (times lr) and to rise times "
+        raise AssertionError("your gaps are in GD steps: convert to flow time (times eta) and to rise times "
                              "(times 8 lambda_2)")
     if np.allclose(got * 8 * lam2, pred, atol=0.15):
         raise AssertionError("your gaps are in flow time: divide by the rise time 1 / (8 lambda_2)")
@@ -344,16 +344,16 @@ print(f"log-log slope {ld.core.loglog_slope(etas, errors):.3f}")""",
     SelfCheck(
         "ex-ssl2-merge", check_ssl2_merge, "gaps",
         "Define `gaps`, shape (4, 2): the measured t2 - t1 in rise times 1/(8 lambda_2), rows rho in `rhos`, "
-        "columns eps in `epsilons` (lr = 0.01, make_gamma seed 4, small_init seed 5).",
-        "rhos = [0.3, 0.5, 0.7, 0.9]\nepsilons = np.array([1e-2, 1e-6])\nlr = 0.01",
+        "columns eps in `epsilons` (eta = 0.01, make_gamma seed 4, small_init seed 5).",
+        "rhos = [0.3, 0.5, 0.7, 0.9]\nepsilons = np.array([1e-2, 1e-6])\neta = 0.01",
         """rows = []
 for rho in rhos:
     lam = rho ** np.arange(12.0)
     G, _ = ld.barlow.make_gamma(lam, m=12, seed=ld.seed(4))
     W0 = ld.barlow.small_init(4, 12, epsilons, seed=ld.seed(5))
-    k = ld.barlow.barlow_gd_steps(lam[:4], ld.barlow.effective_a0(W0, G, 4), lr)
-    h = ld.barlow.train_barlow_linear(G, W0, lr, int(1.2 * k[:, 1].max()), record_every=2)
-    rows.append(lr * 8 * lam[1] * np.diff(ld.barlow.measured_step_times(h)[:, :2], axis=1)[:, 0])
+    k = ld.barlow.barlow_gd_steps(lam[:4], ld.barlow.effective_a0(W0, G, 4), eta)
+    h = ld.barlow.train_barlow_linear(G, W0, eta, int(1.2 * k[:, 1].max()), record_every=2)
+    rows.append(eta * 8 * lam[1] * np.diff(ld.barlow.measured_step_times(h)[:, :2], axis=1)[:, 0])
 gaps = np.array(rows)""",
         "assert np.shape(gaps) == (4, 2), 'gaps must have shape (4, 2)'"),
     SelfCheck(

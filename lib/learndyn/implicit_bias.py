@@ -421,13 +421,14 @@ def expansion_constants(Z: ArrayLike, mm: MaxMargin, w_tilde: ArrayLike) -> dict
 
 
 # -------------------------------------------------------------------------------------------- simulator
-def gd_separable(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray, T: int, checkpoints: int | ArrayLike = 60,
+def gd_separable(Z: ArrayLike, eta: float | Sequence[float] | np.ndarray, steps: int, checkpoints: int | ArrayLike = 60,
                  loss: Literal["exp", "logistic"] = "exp", reduction: Literal["sum", "mean"] = "sum",
                  w0: ArrayLike | None = None, device: str | torch.device | None = None,
                  mm: MaxMargin | None = None) -> History:
-    """GD w_{k+1} = w_k - eta grad L(w_k) on separable data, batched over the step sizes `etas` (B,), float64.
+    """GD w_{k+1} = w_k - eta grad L(w_k) on separable data, batched over the step sizes `eta` (float or (B,)),
+    in float64.
 
-    Records at `checkpoints` (a count of log-spaced steps in [1, T], or explicit steps), always with 0 and T:
+    Records at `checkpoints` (a count of log-spaced steps in [1, steps], or explicit steps), always with 0 and steps:
     "loss" (K, B), "norm" ||w|| (K, B), "angle_gap" ||w/||w|| - w_hat/||w_hat|||| (K, B; NaN where w = 0),
     "margin_gap" gamma - min_i <w, z_i>/||w|| (K, B) and "w" (K, B, d). final: "w" (B, d), "etas", "mm".
     `mm`: the max-margin solution of Z if already computed (else solved here; it defines the gaps).
@@ -438,17 +439,17 @@ def gd_separable(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray, T: in
     """
     Z = _as_Z(Z)
     n, d = Z.shape
-    T = as_int("T", T, minimum=0)
+    steps = as_int("steps", steps, minimum=0)
     loss = as_choice("loss", loss, ("exp", "logistic"))
     scale = _reduction_scale(reduction, n)
-    eta = np.atleast_1d(as_real_array("etas", etas, nonempty=True))
+    eta = np.atleast_1d(as_real_array("eta", eta, nonempty=True))
     w_init = np.zeros(d) if w0 is None else as_real_array("w0", w0, shape=(d,))
     if eta.ndim != 1:
-        raise ValueError(f"etas must be a float or a 1-D sequence; got shape {eta.shape}")
+        raise ValueError(f"eta must be a float or a 1-D sequence; got shape {eta.shape}")
     if np.any(eta <= 0):
-        raise ValueError(f"etas must be positive; got {eta}")
+        raise ValueError(f"eta must be positive; got {eta}")
     mm = max_margin(Z) if mm is None else _check_mm(Z, mm)  # raises for non-separable Z
-    steps = _checkpoint_steps(T, checkpoints)
+    rec_steps = _checkpoint_steps(steps, checkpoints)
     dev = get_device(device)
     Zt = torch.as_tensor(Z, dtype=torch.float64, device=dev)  # (n, d)
     ZnegT = (-Zt).T.contiguous()  # (d, n)
@@ -456,9 +457,10 @@ def gd_separable(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray, T: in
     eta_col = torch.as_tensor(eta / scale, dtype=torch.float64, device=dev)[:, None]  # (B, 1)
     recs: list[torch.Tensor] = []
     with few_threads_if_small(dev, W.numel() * Zt.shape[0]):  # (B, n) tensors: thread hand-offs cost more
-        _gd_loop(W, Zt, ZnegT, eta_col, steps, loss, recs)
+        _gd_loop(W, Zt, ZnegT, eta_col, rec_steps, loss, recs)
     Ws = torch.stack(recs).cpu().numpy()  # (K, B, d)
-    return History(steps=steps, metrics=_metrics(Ws, Z, mm, loss, scale), final={"w": Ws[-1], "etas": eta, "mm": mm})
+    return History(steps=rec_steps, metrics=_metrics(Ws, Z, mm, loss, scale),
+                   final={"w": Ws[-1], "etas": eta, "mm": mm})
 
 
 def flow_log_time(Z: ArrayLike, t: ArrayLike, mm: MaxMargin | None = None, rtol: float = 1e-11) -> np.ndarray:
@@ -496,7 +498,7 @@ def flow_log_time(Z: ArrayLike, t: ArrayLike, mm: MaxMargin | None = None, rtol:
     return out.reshape(t.shape + (Z.shape[1],))
 
 
-def normalized_gd(Z: ArrayLike, eta0: float, T: int, checkpoints: int | ArrayLike = 60, power: float = 0.5,
+def normalized_gd(Z: ArrayLike, eta0: float, steps: int, checkpoints: int | ArrayLike = 60, power: float = 0.5,
                   mm: MaxMargin | None = None) -> History:
     """GD on the exponential sum loss with the loss-normalised step eta_k = eta0 / (L(w_k) (k + 1)^power), w0 = 0:
 
@@ -505,12 +507,12 @@ def normalized_gd(Z: ArrayLike, eta0: float, T: int, checkpoints: int | ArrayLik
     """
     Z = _as_Z(Z)
     eta0, power = as_positive("eta0", eta0), as_nonnegative("power", power)
-    T = as_int("T", T, minimum=0)
+    steps = as_int("steps", steps, minimum=0)
     mm = max_margin(Z) if mm is None else _check_mm(Z, mm)
-    steps = _checkpoint_steps(T, checkpoints)
+    rec_steps = _checkpoint_steps(steps, checkpoints)
     w = np.zeros(Z.shape[1])
     recs, k = [], 0
-    for target in steps:
+    for target in rec_steps:
         while k < target:
             m = Z @ w
             q = np.exp(m.min() - m)
@@ -518,7 +520,7 @@ def normalized_gd(Z: ArrayLike, eta0: float, T: int, checkpoints: int | ArrayLik
             k += 1
         recs.append(w.copy())
     Ws = np.asarray(recs)[:, None, :]  # (K, 1, d)
-    return History(steps=steps, metrics=_metrics(Ws, Z, mm, "exp", 1.0),
+    return History(steps=rec_steps, metrics=_metrics(Ws, Z, mm, "exp", 1.0),
                    final={"w": Ws[-1], "etas": np.array([eta0]), "mm": mm})
 
 

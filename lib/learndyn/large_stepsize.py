@@ -308,22 +308,23 @@ def last_increase(losses: ArrayLike) -> int:
 
 
 # --- simulators (torch) -----------------------------------------------------------------------------------------
-def gd_logistic(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray | torch.Tensor, T: int,
+def gd_logistic(Z: ArrayLike, eta: float | Sequence[float] | np.ndarray | torch.Tensor, steps: int,
                 w0: ArrayLike | None = None, device: str | torch.device | None = None,
                 record: Literal["all", "loss"] = "all") -> History:
-    """GD on the mean logistic loss, batched over B step sizes: w_{t+1} = w_t - eta_b grad L(w_t), t = 0..T-1.
+    """GD on the mean logistic loss, batched over B step sizes: w_{t+1} = w_t - eta_b grad L(w_t), t = 0..steps-1;
+    `eta` is one step size or a batch (B,) of them.
 
     float64 torch on `device` (default: CUDA when present). Z (n, d) must satisfy the chapter's assumptions
     (||z_i|| <= 1, linearly separable; eq. `eq-wu-assumptions`); w0 defaults to 0.
-    Records, with time leading (History convention), steps 0..T:
-      "loss" (T+1, B), "grad_norm2" (T+1, B) = ||grad L(w_t)||^2, "G" (T+1, B) = G(w_t) (`gradient_potential`),
-      and with record="all" also "w" (T+1, B, d).
+    Records, with time leading (History convention), steps 0..steps:
+      "loss" (steps+1, B), "grad_norm2" (steps+1, B) = ||grad L(w_t)||^2, "G" (steps+1, B) = G(w_t)
+      (`gradient_potential`), and with record="all" also "w" (steps+1, B, d).
     final: "w" (B, d), "etas" (B,). Raises DivergenceError (naming the step) if a loss is not finite.
     """
     Z = _as_data(Z, separable=True, unit_ball=True)
     n, d = Z.shape
-    eta = _as_etas(etas)
-    T = as_int("T", T, minimum=0)
+    eta = _as_eta(eta)
+    T = as_int("steps", steps, minimum=0)
     record = as_choice("record", record, ("all", "loss"))
     dev = get_device(device)
     B = eta.size
@@ -345,19 +346,20 @@ def gd_logistic(Z: ArrayLike, etas: float | Sequence[float] | np.ndarray | torch
     return History(np.arange(T + 1), metrics, {"w": W.cpu().numpy(), "etas": eta})
 
 
-def rate_sweep(Z: ArrayLike, Ts: Sequence[int], eta_fn: Callable[[int], float],
+def rate_sweep(Z: ArrayLike, budgets: Sequence[int], eta_fn: Callable[[int], float],
                device: str | torch.device | None = None) -> tuple[np.ndarray, float]:
-    """Final losses L(w_T) for budgets T in `Ts`, each run with its own step eta_fn(T), and their log-log slope.
+    """Final losses L(w_T) for budgets T in `budgets` (numbers of steps), each run with its own step eta_fn(T), and
+    their log-log slope.
 
-    All budgets run in one batch of max(Ts) steps (the run with budget T is read at step T), so the cost is one
-    run of the longest budget. Returns (L_T of shape (len(Ts),), slope of log L_T against log T). Ch 7: slope close
-    to -1 for a fixed classical step and close to -2 for eta = T/40 (Theorem `thm-wu-accel`).
+    All budgets run in one batch of max(budgets) steps (the run with budget T is read at step T), so the cost is
+    one run of the longest budget. Returns (L_T of shape (len(budgets),), slope of log L_T against log T). Ch 7:
+    slope close to -1 for a fixed classical step and close to -2 for eta = T/40 (Theorem `thm-wu-accel`).
     """
-    Ts = as_steps("Ts", Ts)
+    Ts = as_steps("budgets", budgets)
     if Ts.ndim != 1 or Ts.size < 2:
-        raise ValueError(f"Ts must be a 1-D sequence of at least two integer budgets; got {Ts!r}")
+        raise ValueError(f"budgets must be a 1-D sequence of at least two integer budgets; got {Ts!r}")
     if np.any(Ts < 1) or np.any(np.diff(Ts) <= 0):
-        raise ValueError(f"Ts must be increasing budgets >= 1; got {Ts.tolist()}")
+        raise ValueError(f"budgets must be increasing budgets >= 1; got {Ts.tolist()}")
     eta_fn = as_callable("eta_fn", eta_fn)
     etas = np.array([as_positive(f"eta_fn({T})", eta_fn(int(T))) for T in Ts])
     hist = gd_logistic(Z, etas, int(Ts.max()), device=device, record="loss")
@@ -451,12 +453,12 @@ def _separating_direction(Z: np.ndarray) -> np.ndarray | None:
     return res.x if res.status == 0 else None
 
 
-def _as_etas(etas: float | Sequence[float] | np.ndarray | torch.Tensor) -> np.ndarray:
-    eta = np.atleast_1d(as_real_array("etas", etas))
+def _as_eta(eta: float | Sequence[float] | np.ndarray | torch.Tensor) -> np.ndarray:
+    eta = np.atleast_1d(as_real_array("eta", eta))
     if eta.ndim != 1 or eta.size == 0:
-        raise ValueError(f"etas must be a step size or a 1-D sequence of step sizes; got shape {eta.shape}")
+        raise ValueError(f"eta must be a step size or a 1-D sequence of step sizes; got shape {eta.shape}")
     if np.any(eta <= 0):
-        raise ValueError(f"etas (step sizes) must be positive; got {eta.tolist()}")
+        raise ValueError(f"eta (step sizes) must be positive; got {eta.tolist()}")
     return eta
 
 

@@ -2,7 +2,7 @@
 
 Model (Ch 1, eq. `eq-linreg-model`): y = X w + eps, eps ~ N(0, sigma^2 I_n), X of shape (n, d).
 Loss for gradient descent: L(w) = 1/2 ||X w - y||^2 (a sum, not a mean), so grad L = X^T (X w - y) and
-GD is stable for lr < 2 / lambda_max(X^T X) (Theorem `thm-linreg-implicit-bias`).
+GD is stable for eta < 2 / lambda_max(X^T X) (Theorem `thm-linreg-implicit-bias`).
 
 Theory (closed forms, float64): `ols_risk_theory`, `ols_risk_fixed` (eq. `eq-linreg-risk-fixed`), `bayes_risk`
 (eq. `eq-linreg-bayes-risk`, the minimax lower bound of Theorem `thm-linreg-risk`), `gd_limit`
@@ -118,7 +118,7 @@ def simulate_bayes_risk(X: np.ndarray, sigma: float, tau: float, reps: int, seed
 
 
 def gd_stability_threshold(X: np.ndarray) -> float:
-    """2 / lambda_max(X^T X): GD on 1/2 ||X w - y||^2 converges for 0 < lr below it and diverges above it."""
+    """2 / lambda_max(X^T X): GD on 1/2 ||X w - y||^2 converges for 0 < eta below it and diverges above it."""
     X = _validate_design(X)
     lam_max = np.linalg.eigvalsh(X.T @ X)[-1]
     if lam_max <= 0:
@@ -127,7 +127,7 @@ def gd_stability_threshold(X: np.ndarray) -> float:
 
 
 def gd_limit(X: np.ndarray, y: np.ndarray, w0: np.ndarray | None = None) -> np.ndarray:
-    """The limit of GD on 1/2 ||X w - y||^2 from w0 for 0 < lr < 2/lambda_max, eq. `eq-linreg-gd-limit` (Ch 1, E1.5):
+    """The limit of GD on 1/2 ||X w - y||^2 from w0 for 0 < eta < 2/lambda_max, eq. `eq-linreg-gd-limit` (Ch 1, E1.5):
 
         X^+ y + (I - X^+ X) w0,
 
@@ -177,24 +177,24 @@ def simulate_ols_risk(n: int, d: int, sigma: float, reps: int, seed: int = 0,
     return float(err.mean()), float(err.std(ddof=1) / np.sqrt(reps))
 
 
-def gd_least_squares(X: np.ndarray, y: np.ndarray, lr: float, steps: int,
+def gd_least_squares(X: np.ndarray, y: np.ndarray, eta: float, steps: int,
                      w0: np.ndarray | None = None) -> np.ndarray:
-    """`steps` of GD on L(w) = 1/2 ||X w - y||^2 from w0 (default 0): w <- w - lr X^T (X w - y).
+    """`steps` of GD on L(w) = 1/2 ||X w - y||^2 from w0 (default 0): w <- w - eta X^T (X w - y).
 
-    Raises `DivergenceError` naming the step if the iterate stops being finite (lr above 2/lambda_max diverges);
+    Raises `DivergenceError` naming the step if the iterate stops being finite (eta above 2/lambda_max diverges);
     bad input (a NaN in X, y or w0, a wrong shape) is a ValueError/TypeError naming the argument. steps=0 gives w0.
     """
     X, y = _validate_xy(X, y)
-    lr = as_positive("lr", lr)
+    eta = as_positive("eta", eta)
     steps = as_int("steps", steps, minimum=0)
     w = np.zeros(X.shape[1]) if w0 is None else as_real_array("w0", w0, shape=(X.shape[1],)).copy()
     XtX, Xty = X.T @ X, X.T @ y
     for k in range(steps):
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, with its step
-            w = w - lr * (XtX @ w - Xty)
+            w = w - eta * (XtX @ w - Xty)
         if not np.all(np.isfinite(w)):
-            raise DivergenceError(f"gradient descent diverged at step {k + 1} (lr={lr:g}; "
-                                  f"stable only for lr < 2/lambda_max(X^T X) = {2 / np.linalg.eigvalsh(XtX)[-1]:.3g})")
+            raise DivergenceError(f"gradient descent diverged at step {k + 1} (eta={eta:g}; "
+                                  f"stable only for eta < 2/lambda_max(X^T X) = {2 / np.linalg.eigvalsh(XtX)[-1]:.3g})")
     return w
 
 
@@ -264,18 +264,18 @@ def simulate_james_stein_risk(w: np.ndarray, noise_var: float, reps: int, seed: 
 
 
 # --- early stopping as ridge ---------------------------------------------------------------------------------------
-def gd_filter(s: float | np.ndarray, lr: float, steps: int | np.ndarray) -> np.ndarray:
-    """Spectral filter of k steps of GD from 0, 1 - (1 - lr s)^k, eq. `eq-linreg-gd-filter` (Ch 1). Broadcasts."""
-    lr = as_positive("lr", lr)
+def gd_filter(s: float | np.ndarray, eta: float, steps: int | np.ndarray) -> np.ndarray:
+    """Spectral filter of k steps of GD from 0, 1 - (1 - eta s)^k, eq. `eq-linreg-gd-filter` (Ch 1). Broadcasts."""
+    eta = as_positive("eta", eta)
     s, k = as_real_array("s", s, nonempty=True), as_steps("steps", steps)
     if np.any(s < 0):
         raise ValueError("s (eigenvalues of X^T X) must be >= 0")
     s, k = broadcast("s and steps", s, k)
     with np.errstate(over="ignore", invalid="ignore"):
-        out = 1.0 - (1.0 - lr * s) ** k
+        out = 1.0 - (1.0 - eta * s) ** k
     if not np.all(np.isfinite(out)):
-        raise DivergenceError(f"the GD filter overflows: lr * s > 2 makes (1 - lr s)^k grow without bound "
-                              f"(lr={lr:g}, max s={s.max():g}); GD diverges there")
+        raise DivergenceError(f"the GD filter overflows: eta * s > 2 makes (1 - eta s)^k grow without bound "
+                              f"(eta={eta:g}, max s={s.max():g}); GD diverges there")
     return out
 
 
@@ -317,12 +317,12 @@ def filter_risk(X: np.ndarray, sigma: float, filt, *, w: np.ndarray | None = Non
     return np.sum(signal * (1 - f) ** 2 + sigma**2 * f**2 / s, axis=-1)
 
 
-def gd_risk(X: np.ndarray, sigma: float, lr: float, steps: int | np.ndarray, *, w: np.ndarray | None = None,
+def gd_risk(X: np.ndarray, sigma: float, eta: float, steps: int | np.ndarray, *, w: np.ndarray | None = None,
             tau: float | None = None) -> np.ndarray:
     """Risk of k steps of GD from 0 on 1/2 ||X w - y||^2 (early stopping), eqs. `eq-linreg-gd-filter` and
     `eq-linreg-filter-risk` (Ch 1); `steps` broadcasts (an array of k gives the curve against k)."""
     k = as_steps("steps", steps)[..., None]
-    return filter_risk(X, sigma, lambda s: gd_filter(s, lr, k), w=w, tau=tau)
+    return filter_risk(X, sigma, lambda s: gd_filter(s, eta, k), w=w, tau=tau)
 
 
 def ridge_risk(X: np.ndarray, sigma: float, lam: float | np.ndarray, *, w: np.ndarray | None = None,
@@ -333,23 +333,23 @@ def ridge_risk(X: np.ndarray, sigma: float, lam: float | np.ndarray, *, w: np.nd
     return filter_risk(X, sigma, lambda s: ridge_filter(s, lam), w=w, tau=tau)
 
 
-def gd_early_stopped(X: np.ndarray, y: np.ndarray, lr: float, steps: int) -> np.ndarray:
+def gd_early_stopped(X: np.ndarray, y: np.ndarray, eta: float, steps: int) -> np.ndarray:
     """Closed form of k GD steps from 0 on 1/2 ||X w - y||^2: V diag(phi_k(s_i) / sqrt(s_i)) U^T y with the SVD
     X = U diag(sqrt(s)) V^T and phi_k = `gd_filter`, eq. `eq-linreg-gd-filter` (Ch 1). Any rank."""
     X, y = _validate_xy(X, y)
-    lr, steps = as_positive("lr", lr), as_int("steps", steps, minimum=0)
+    eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
     U, sv, Vt = np.linalg.svd(X, full_matrices=False)
     keep = sv > sv.max(initial=0.0) * max(X.shape) * np.finfo(float).eps
     U, sv, Vt = U[:, keep], sv[keep], Vt[keep]
-    return Vt.T @ (gd_filter(sv**2, lr, steps) / sv * (U.T @ y))
+    return Vt.T @ (gd_filter(sv**2, eta, steps) / sv * (U.T @ y))
 
 
-def simulate_gd_risk(X: np.ndarray, sigma: float, tau: float, lr: float, steps: np.ndarray | list[int],
+def simulate_gd_risk(X: np.ndarray, sigma: float, tau: float, eta: float, steps: np.ndarray | list[int],
                      reps: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Monte Carlo risk of early-stopped GD, averaged over w ~ N(0, tau^2 I) and the noise: `reps` runs of GD from 0,
     batched, recorded after each number of steps in `steps`; returns (means, standard errors), one per entry."""
     X = _validate_design(X)
-    sigma, tau, lr = as_positive("sigma", sigma), as_positive("tau", tau), as_positive("lr", lr)
+    sigma, tau, eta = as_positive("sigma", sigma), as_positive("tau", tau), as_positive("eta", eta)
     reps = as_int("reps", reps, minimum=2)
     ks = as_steps("steps", steps)
     if ks.ndim != 1 or np.any(np.diff(ks) <= 0):
@@ -362,10 +362,10 @@ def simulate_gd_risk(X: np.ndarray, sigma: float, tau: float, lr: float, steps: 
     for target in ks:
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, with its step
             for _ in range(int(target) - k):
-                W = W - lr * (W @ XtX - Xty)
+                W = W - eta * (W @ XtX - Xty)
         k = int(target)
         if not np.all(np.isfinite(W)):
-            raise DivergenceError(f"gradient descent diverged by step {k} (lr={lr:g})")
+            raise DivergenceError(f"gradient descent diverged by step {k} (eta={eta:g})")
         err = np.sum((W - w) ** 2, axis=1)
         means.append(err.mean())
         ses.append(err.std(ddof=1) / np.sqrt(reps))

@@ -255,7 +255,7 @@ def two_view_gaussian(n: int, d: int, sigma: float, seed: int = 0,
 
 
 def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | Array = 0.0, h: float = 1e-2,
-                            T: float = 200.0, symmetric_predictor: bool = True, stopgrad: bool = True,
+                            t_max: float = 200.0, symmetric_predictor: bool = True, stopgrad: bool = True,
                             use_predictor: bool = True, ema_beta: float | None = None,
                             method: Literal["rk4", "euler"] = "rk4", record_every: int = 100,
                             device: str | torch.device | None = None, alpha_p: float | Array = 1.0) -> History:
@@ -269,7 +269,7 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
     alpha_p: the predictor's relative learning rate, dP/dt = -alpha_p grad_P L - wd P (eq. `eq-ssl1-modes-ema`), a
     float > 0 or one value > 0 per run.
     method "rk4" (classical Runge-Kutta, `core.rk4_step`) or "euler" (= gradient descent with learning rate h).
-    Runs round(T / h) steps in float64 on `device` (default: CUDA when present).
+    Runs round(t_max / h) steps in float64 on `device` (default: CUDA when present).
 
     Returns a History with `steps` (recorded step indices, every `record_every` and the last) and metrics:
     "t" (K,), "loss" (K, B), "phi_norm" ||Phi||_F (K, B), "commutator" (K, B) = `commutator_ratio(P, F)`,
@@ -279,7 +279,7 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
     numbers (checked at every recorded step, so record_every=1 names the exact step).
     """
     sigma2 = as_nonnegative("sigma2", sigma2)
-    n_steps = steps_for(T, h)
+    n_steps = steps_for(t_max, h, "t_max")
     record_every = as_int("record_every", record_every, minimum=1)
     symmetric_predictor, stopgrad = as_bool("symmetric_predictor", symmetric_predictor), as_bool("stopgrad", stopgrad)
     use_predictor = as_bool("use_predictor", use_predictor)
@@ -455,7 +455,7 @@ def _batched_phi(Phi0: Array, dev: torch.device) -> torch.Tensor:
     return Phi
 
 
-def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: float = 1e-2, T: float = 100.0,
+def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: float = 1e-2, t_max: float = 100.0,
                         record_every: int = 100, device: str | torch.device | None = None) -> History:
     """DirectPred (Tian et al. 2021) in the population model of Ch 3: the predictor is *set*, P := F^{1/2}.
 
@@ -466,7 +466,7 @@ def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: 
     "eigF" (K, B, d2) ascending, "phi_norm" (K, B); final "Phi".
     """
     sigma2 = as_nonnegative("sigma2", sigma2)
-    n_steps = steps_for(T, h)
+    n_steps = steps_for(t_max, h, "t_max")
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
     Phi = _batched_phi(Phi0, dev)
@@ -656,7 +656,7 @@ def spectral_contrastive_modes(s0: np.ndarray | float, sigma2: float, wd: float,
 
 
 def simulate_spectral_contrastive(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: float = 1e-2,
-                                  T: float = 5.0, record_every: int = 10,
+                                  t_max: float = 5.0, record_every: int = 10,
                                   device: str | torch.device | None = None) -> History:
     """RK4 on the population flow of the spectral contrastive loss, dPhi/dt = 4 (I - c^2 F) Phi - wd Phi (Ch 3).
 
@@ -664,7 +664,7 @@ def simulate_spectral_contrastive(Phi0: Array, sigma2: float, wd: float | Array 
     = -2 tr F + c^2 tr F^2; final "Phi". The reference for `spectral_contrastive_modes`.
     """
     sigma2 = as_nonnegative("sigma2", sigma2)
-    n_steps = steps_for(T, h)
+    n_steps = steps_for(t_max, h, "t_max")
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
     Phi = _batched_phi(Phi0, dev)
