@@ -515,7 +515,7 @@ def _tol_text(rtol: float, atol: float) -> str:
 
 def _pct(x: float) -> str:
     if math.isinf(x):
-        return "no relative change (the prediction is 0)"
+        return "unbounded"
     return f"{100 * x:.2g} %" if x < 0.1 else f"{100 * x:.0f} %"
 
 
@@ -533,7 +533,11 @@ def kind_line(kind: str, against: str, resolution: float | None, resolution_why:
     text = f"claim against {against}"
     if resolution is None:
         return text
-    text += f"; resolves {_pct(resolution)}"
+    if math.isinf(resolution):  # a one-sided window, or a prediction of 0: no relative change moves it off
+        text += "; no relative change of the prediction fails it (one-sided, or a prediction of 0): its power is "
+        text += "in the rivals it rejects"
+    else:
+        text += f"; resolves {_pct(resolution)}"
     if resolution > STANDARD:
         text += f" ({resolution_why})" if resolution_why else " -- weaker than 1 %, and no reason given"
     return text
