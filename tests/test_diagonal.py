@@ -196,3 +196,54 @@ def test_bend_is_exact_past_the_sign_flip():
     w_ex = dg.entropy_interpolator(X, y, a_inf, bias=h.final["bend"][0])
     assert np.abs(h.final["w"][0] - w_ex).max() < 1e-8
     assert np.abs(h.final["w"][0] - dg.entropy_interpolator(X, y, a_inf)).max() > 1e-3
+
+
+def test_depth_h_odd_increasing_and_inverse():
+    """h_D of eq-diag-depth-h is odd and increasing on (-1, 1); depth_mirror_map inverts it."""
+    s = np.linspace(-0.99, 0.99, 201)
+    for depth in (3, 4, 6):
+        h = dg.depth_h(s, depth)
+        assert np.allclose(h, -h[::-1]) and np.all(np.diff(h) > 0)
+        assert np.allclose(dg.depth_mirror_map(h * 0.7**depth, 0.7, depth), s, atol=1e-12)
+    # small s: h_D(s) = 2 D/(D - 2) s + O(s^3) (the l2 end)
+    assert dg.depth_h(np.array([1e-6]), 3)[0] == pytest.approx(6e-6, rel=1e-9)
+
+
+def test_depth_entropy_gradient_and_convexity():
+    rng = np.random.default_rng(3)
+    w, e = 3 * rng.standard_normal(7), 1e-6 * rng.standard_normal(7)
+    for depth in (3, 5):
+        num = (dg.depth_entropy(w + e, 0.6, depth) - dg.depth_entropy(w - e, 0.6, depth)) / 2
+        assert num == pytest.approx(dg.depth_mirror_map(w, 0.6, depth) @ e, rel=1e-6)
+        v = 3 * rng.standard_normal(7)
+        mid = dg.depth_entropy((w + v) / 2, 0.6, depth)
+        assert mid < (dg.depth_entropy(w, 0.6, depth) + dg.depth_entropy(v, 0.6, depth)) / 2
+    assert dg.depth_entropy(np.zeros(3), 1.0, 3) == 0.0
+
+
+def test_depth_interpolator_kkt_and_gd_first_order():
+    """argmin Q^3_alpha solves eq-diag-depth-entropy's KKT system; GD's limit is O(eta) from it (halving the step
+    halves the distance: the ratio of successive step-halving differences is 2 to first order)."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((4, 9)) / 2
+    y = X @ np.array([2.0, -1.0, 0, 0, 0, 0, 0, 0, 0])
+    w = dg.depth_interpolator(X, y, 0.4, 3)
+    assert np.allclose(X @ w, y, atol=1e-10)
+    psi = dg.depth_mirror_map(w, 0.4, 3)
+    lam = np.linalg.lstsq(X.T, psi, rcond=None)[0]
+    assert np.abs(psi - X.T @ lam).max() < 1e-9
+    runs = [dg.gd_depth(X, y, 0.4, 3, eta, int(60 / eta)) for eta in (0.02, 0.01, 0.005)]
+    d1, d2 = np.abs(runs[0] - runs[1]).max(), np.abs(runs[1] - runs[2]).max()
+    assert 1.8 < d1 / d2 < 2.2
+    assert np.abs(runs[2] - w).max() < 2 * d2
+
+
+def test_depth_bad_input():
+    with pytest.raises(ValueError, match="depth"):
+        dg.depth_h(np.zeros(2), 2)
+    with pytest.raises(TypeError, match="depth"):
+        dg.depth_entropy(np.zeros(2), 1.0, 3.0)
+    with pytest.raises(ValueError, match="s must"):
+        dg.depth_h(np.array([1.0]), 3)
+    with pytest.raises(ValueError, match="alpha"):
+        dg.depth_mirror_map(np.zeros(2), -1.0, 3)

@@ -14,6 +14,9 @@ alpha and one eta per run), on `device`.
 - `saddle_sequence`: the saddle-to-saddle recursion eq-diag-jump of Pesme & Flammarion (2023) for alpha -> 0.
 - `l1_statistical_dimension`: ALMT's upper bound on the statistical dimension of the l1 descent cone (Amelunxen,
   Lotz, McCoy & Tropp 2014, Prop. 4.5); `l1_descent_cone_distances`: per-sample draws whose mean is the exact one.
+- `depth_h`, `depth_mirror_map`, `depth_entropy`, `depth_interpolator`: the depth-D entropy Q^D_alpha of
+  Woodworth et al. (2020) for w = u^D - v^D, D >= 3 (eq-diag-depth-h, eq-diag-depth-entropy), its gradient
+  h_D^{-1}(w / alpha^D) and argmin Q^D_alpha subject to X w = y; `gd_depth`: plain GD on that model.
 - `gd_diagonal`: batched GD on (u_+, u_-), with the exact shrinkage sum of eq-diag-gd-alpha.
 
 References: Woodworth et al. (2020), Pesme & Flammarion (2023), Even, Pesme, Gunasekar & Flammarion (2023).
@@ -31,7 +34,8 @@ from scipy.stats import norm
 from .core import History, as_int, as_positive, as_real_array, as_seed, get_device, no_overflow
 
 __all__ = ["hyperbolic_entropy", "mirror_map", "entropy_interpolator", "basis_pursuit", "kkt_distance_bound",
-           "l2_correction", "saddle_sequence", "Saddles", "l1_statistical_dimension", "l1_descent_cone_distances",
+           "l2_correction", "saddle_sequence", "depth_h", "depth_mirror_map", "depth_entropy",
+           "depth_interpolator", "gd_depth", "Saddles", "l1_statistical_dimension", "l1_descent_cone_distances",
            "gd_diagonal"]
 
 
@@ -83,6 +87,102 @@ def entropy_interpolator(X: np.ndarray, y: np.ndarray, alpha: float | np.ndarray
         if np.max(np.abs(step[:d])) <= 1e-15 * max(1.0, np.max(np.abs(w))):
             break
     return w
+
+
+def depth_h(s: np.ndarray, depth: int) -> np.ndarray:
+    """h_D(s) = (1 - s)^(-D/(D-2)) - (1 + s)^(-D/(D-2)) on -1 < s < 1, for depth D >= 3 (eq-diag-depth-h).
+
+    The depth-D flow from u = v = alpha (w = u^D - v^D) is w(t) = alpha^D h_D(s(t)) with s(t) in range(X^T)
+    (Woodworth et al. 2020): u^(2-D) and v^(2-D) move by -+D (D-2) int g dt. Odd, increasing, onto R.
+    """
+    depth = _depth(depth)
+    s = as_real_array("s", s)
+    if np.any(np.abs(s) >= 1):
+        raise ValueError("s must lie in (-1, 1)")
+    e = -depth / (depth - 2)
+    return (1 - s) ** e - (1 + s) ** e
+
+
+def depth_mirror_map(w: np.ndarray, alpha: float, depth: int) -> np.ndarray:
+    """grad Q^D_alpha(w) = h_D^{-1}(w / alpha^D), the inverse of `depth_h` (eq-diag-depth-entropy).
+
+    Solved coordinatewise by 200 bisection steps on (-1, 1) followed by two Newton steps (h_D is increasing with
+    h_D'(s) = D/(D-2) ((1 - s)^(-(2D-2)/(D-2)) + (1 + s)^(-(2D-2)/(D-2))) > 0), to float64 accuracy.
+    """
+    depth = _depth(depth)
+    w = as_real_array("w", w)
+    alpha = as_positive("alpha", alpha)
+    z = no_overflow("w", w / alpha**depth)
+    lo, hi = np.full(z.shape, -1.0), np.full(z.shape, 1.0)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        above = depth_h(mid, depth) > z
+        lo, hi = np.where(above, lo, mid), np.where(above, mid, hi)
+    s = 0.5 * (lo + hi)
+    for _ in range(2):
+        s_new = s - (depth_h(s, depth) - z) / _depth_h_prime(s, depth)
+        s = np.where(np.abs(s_new) < 1, s_new, s)
+    return s
+
+
+def depth_entropy(w: np.ndarray, alpha: float, depth: int) -> float:
+    """Q^D_alpha(w) = alpha^D sum_i q_D(w_i / alpha^D), q_D(z) = int_0^z h_D^{-1}(t) dt (eq-diag-depth-entropy).
+
+    By the Legendre identity q_D(z) = z s - q_D*(s) at s = h_D^{-1}(z), with q_D*(s) = int_0^s h_D
+    = (D - 2)/2 ((1 - s)^(-2/(D-2)) + (1 + s)^(-2/(D-2)) - 2). Strictly convex; for depth D >= 3.
+    """
+    depth = _depth(depth)
+    alpha = as_positive("alpha", alpha)
+    w = as_real_array("w", w, ndim=1, nonempty=True)
+    s = depth_mirror_map(w, alpha, depth)
+    c = 2 / (depth - 2)
+    q_star = (depth - 2) / 2 * ((1 - s) ** -c + (1 + s) ** -c - 2)
+    return float(alpha**depth * np.sum(w / alpha**depth * s - q_star))
+
+
+def depth_interpolator(X: np.ndarray, y: np.ndarray, alpha: float, depth: int) -> np.ndarray:
+    """argmin Q^D_alpha(w) subject to X w = y (depth D >= 3), by scipy's trust-constr on the primal program.
+
+    The Hessian of Q^D_alpha is diag(1 / (alpha^D h_D'(s))) at s = h_D^{-1}(w / alpha^D); the result is polished
+    by Newton steps on X w = y, h_D^{-1}(w / alpha^D) in range(X^T), to float64 accuracy.
+    """
+    X, y = _design(X, y)
+    depth, alpha = _depth(depth), as_positive("alpha", alpha)
+    scale = alpha**depth
+
+    def hess(w: np.ndarray) -> np.ndarray:
+        return np.diag(1 / (scale * _depth_h_prime(depth_mirror_map(w, alpha, depth), depth)))
+
+    res = minimize(lambda w: depth_entropy(w, alpha, depth), np.linalg.pinv(X) @ y,
+                   jac=lambda w: depth_mirror_map(w, alpha, depth), hess=hess, method="trust-constr",
+                   constraints=[LinearConstraint(X, y, y)], options={"gtol": 1e-12, "xtol": 1e-15, "maxiter": 4000})
+    w = res.x
+    n, d = X.shape
+    lam = np.linalg.lstsq(X.T, depth_mirror_map(w, alpha, depth), rcond=None)[0]
+    for _ in range(30):  # Newton on F(w, lam) = (h_D^{-1}(w / alpha^D) - X^T lam, X w - y) = 0
+        F = np.concatenate([depth_mirror_map(w, alpha, depth) - X.T @ lam, X @ w - y])
+        J = np.block([[hess(w), -X.T], [X, np.zeros((n, n))]])
+        step = np.linalg.solve(J, F)
+        w, lam = w - step[:d], lam - step[d:]
+        if np.max(np.abs(step[:d])) <= 1e-15 * max(1.0, np.max(np.abs(w))):
+            break
+    return w
+
+
+def gd_depth(X: np.ndarray, y: np.ndarray, alpha: float, depth: int, eta: float, steps: int) -> np.ndarray:
+    """GD on L = 1/2 ||X (u^D - v^D) - y||^2 from u = v = alpha (numpy, float64): the end point w = u^D - v^D.
+
+    u <- u - eta D u^(D-1) g, v <- v + eta D v^(D-1) g, g = X^T (X w - y); the flow's limit is
+    `depth_interpolator` (Woodworth et al. 2020), GD's differs from it by O(eta).
+    """
+    X, y = _design(X, y)
+    depth, alpha, eta = _depth(depth), as_positive("alpha", alpha), as_positive("eta", eta)
+    steps = as_int("steps", steps, minimum=0)
+    u, v = np.full(X.shape[1], alpha), np.full(X.shape[1], alpha)
+    for _ in range(steps):
+        g = X.T @ (X @ (u**depth - v**depth) - y)
+        u, v = u - eta * depth * u ** (depth - 1) * g, v + eta * depth * v ** (depth - 1) * g
+    return no_overflow("w", u**depth - v**depth)
 
 
 def basis_pursuit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -309,6 +409,15 @@ def _design(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     no_overflow("X", X.T @ X)
     no_overflow("y", y @ y)
     return X, y
+
+
+def _depth(depth: int) -> int:
+    return as_int("depth", depth, minimum=3)
+
+
+def _depth_h_prime(s: np.ndarray, depth: int) -> np.ndarray:
+    e = -(2 * depth - 2) / (depth - 2)
+    return depth / (depth - 2) * ((1 - s) ** e + (1 + s) ** e)
 
 
 def _w_alpha2(w: np.ndarray, alpha: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
