@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from pathlib import Path
 from typing import Any
 
 PROOF = ("thm", "prop", "lem", "cor", "def", "rem", "alg", "conj")   # sphinx-proof labels: {prf:ref}
@@ -27,15 +28,31 @@ LABEL = re.compile(r"`((?:eq|thm|prop|lem|cor|def|rem|alg|conj|ex|sec|ch|fig|tab
 CODE = re.compile(r"``(.+?)``|`([^`]+)`")
 
 
+def _exercise_titles() -> dict[str, str]:
+    """Exercise label -> its title without the (kind, difficulty, time) suffix, read from the chapter sources.
+
+    A docstring's exercise reference links with the exercise's title as its text: a bare reference would print
+    "Exercise ??" in the PDF, where the exercises are numbered by sphinx-exercise and not by the LaTeX writer."""
+    root = Path(__file__).resolve().parents[1] / "chapters"
+    pattern = re.compile(r"^`{3,}\{exercise\}\s*(.+?)\s*$\n:label:\s*(ex-[\w-]+)", re.M)
+    return {label: re.sub(r"\s*\([^()]*\)$", "", title) for md in sorted(root.glob("*.md"))
+            for title, label in pattern.findall(md.read_text(encoding="utf-8"))}
+
+
+EXERCISES = _exercise_titles()
+
+
 def _role(label: str) -> str:
     kind = label.split("-", 1)[0]
+    if kind == "ex" and label in EXERCISES:
+        return f":ref:`“{EXERCISES[label]}” <{label}>`"
     if kind == "eq":
         return f":eq:`{label}`"
     if kind in PROOF:
         return f":prf:ref:`{label}`"
-    if kind in ("fig", "tab", "ex"):
+    if kind in ("fig", "tab"):
         return f":numref:`{label}`"
-    return f":ref:`{label}`"
+    return f":ref:`{label}`"      # sections, chapters and exercises (sphinx-exercise writes "Exercise N" itself)
 
 
 def _escape(text: str) -> str:
@@ -45,7 +62,7 @@ def _escape(text: str) -> str:
 
 
 FENCE = re.compile(r"`{3,}")
-NAMED = (*PROOF, "fig", "tab", "ex")       # labels whose link text starts with the kind: "Theorem 3.4", "Fig. 2.1"
+NAMED = (*PROOF, "fig", "tab")       # labels whose link text starts with the kind: "Theorem 3.4", "Fig. 2.1"
 KIND_WORD = re.compile(r"\b(Theorem|Proposition|Lemma|Corollary|Definition|Remark|Algorithm|Conjecture|Figure|"
                        r"Fig\.|Table|Exercise)\s+$")
 
