@@ -60,7 +60,7 @@ def separable(B: int, steps: int) -> Case:
     Z = ib.separable_with_svs(24, seed=0)
     mm = ib.max_margin(Z)
     etas = np.linspace(0.05, 0.9, B) * ib.stability_limit(Z)
-    kw = dict(T=steps, checkpoints=10, mm=mm)
+    kw = dict(steps=steps, checkpoints=10, mm=mm)
     return Case("implicit_bias.gd_separable", "05", "step sizes", B, steps,
                 lambda dev: ib.gd_separable(Z, etas, device=dev, **kw).final["w"],
                 lambda b, dev: ib.gd_separable(Z, etas[b:b + 1], device=dev, **kw).final["w"][0])
@@ -99,7 +99,7 @@ def noncontrastive(B: int, steps: int) -> Case:
     A = 0.5 * gen.standard_normal((B, 4, 4))
     P0 = 0.5 * (A + np.swapaxes(A, -1, -2))
     h = 0.02
-    kw = dict(sigma2=0.5, wd=0.05, h=h, T=h * steps, record_every=max(1, steps // 4))
+    kw = dict(sigma2=0.5, wd=0.05, h=h, t_max=h * steps, record_every=max(1, steps // 4))
 
     def sig(hist: ld.History) -> np.ndarray:
         Phi, P = hist.final["Phi"], hist.final["P"]
