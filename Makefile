@@ -90,8 +90,8 @@ browser: $(STAMP)
 	$(BIN)/python -m pytest tests/test_site_browser.py -q
 
 # The stages in order (scripts/stages.sh prints each one's wall time at the end). The book stage is the chapters'
-# test at the default seed: it executes every chapter afresh (the execution cache is emptied first, so that a change
-# of the library is run too), fails on any cell that raises, and writes the records the standard stage holds to the
+# test at the default seed: it executes every chapter afresh (the execution cache and Sphinx's environment are emptied
+# first, so that a change of the library is run too and every chapter writes its records), fails on any cell that raises, and writes the records the standard stage holds to the
 # standard (`make notebooks` runs the same cells through nbval, for a quick look without the site). A word a+b runs
 # its stages at the same time: LaTeX (one core) beside the browser. The book and the extra seed's run stay one after
 # the other: side by side, torch's OpenMP threads of the two wait on each other (measured: Chapter 6 took over 35
@@ -99,7 +99,7 @@ browser: $(STAMP)
 # run: the records test (standard) that follows reports them claim by claim.
 STAGES := lint unit book seed-run standard pdf+browser site-check
 test: $(STAMP)
-	@mkdir -p _build && rm -rf _build/.jupyter_cache _build/checks/*.json
+	@mkdir -p _build && rm -rf _build/.jupyter_cache _build/.doctrees _build/checks/*.json
 	@scripts/stages.sh $(STAGES)
 
 clean:
