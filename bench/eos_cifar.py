@@ -14,7 +14,7 @@ Data, in this order:
    sweep, 2e4 steps.
 
     python bench/eos_cifar.py                      # auto: CIFAR-10 if available, else the digits fallback
-    python bench/eos_cifar.py --source digits --steps 2000 --lrs 0.1 0.2
+    python bench/eos_cifar.py --source digits --steps 2000 --eta 0.1 0.2
 Writes an .npz with the loss, accuracy and eigenvalue traces of every run and prints the edge-of-stability summary.
 """
 
@@ -32,8 +32,8 @@ import torch
 import learndyn as ld
 from learndyn import sharpness as sh
 
-CIFAR = {"width": 200, "depth": 2, "lrs": (0.01, 0.02, 0.04), "steps": 100_000, "n": 5000}
-DIGITS = {"width": 512, "depth": 4, "lrs": (0.1, 0.2, 0.3), "steps": 20_000, "n": 1797}
+CIFAR = {"width": 200, "depth": 2, "eta": (0.01, 0.02, 0.04), "steps": 100_000, "n": 5000}
+DIGITS = {"width": 512, "depth": 4, "eta": (0.1, 0.2, 0.3), "steps": 20_000, "n": 1797}
 
 
 def standardise(X: np.ndarray) -> np.ndarray:
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> dict[str, np.ndarray]:
     parser.add_argument("--cifar-dir", default=None, help="folder with CIFAR-10 python batches (or $CIFAR10_DIR)")
     parser.add_argument("--root", default="data", help="torchvision download folder")
     parser.add_argument("--n", type=int, default=None, help="number of training examples")
-    parser.add_argument("--lrs", type=float, nargs="+", default=None)
+    parser.add_argument("--eta", type=float, nargs="+", default=None)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--width", type=int, default=None)
     parser.add_argument("--depth", type=int, default=None)
@@ -125,20 +125,20 @@ def main(argv: list[str] | None = None) -> dict[str, np.ndarray]:
     device = ld.get_device(args.device) if args.device else device
     X, y, name = load_data(args.source, args.cifar_dir, args.root, args.n)
     cfg = CIFAR if name == "cifar10" else DIGITS
-    lrs, steps = args.lrs or cfg["lrs"], args.steps or cfg["steps"]
+    eta_values, steps = args.eta or cfg["eta"], args.steps or cfg["steps"]
     width, depth = args.width or cfg["width"], args.depth or cfg["depth"]
     Xt = torch.as_tensor(X, dtype=torch.float32, device=device)
     Yt = torch.as_tensor(np.eye(10)[y], dtype=torch.float32, device=device)
-    print(f"{name}: X {tuple(Xt.shape)}, fc-tanh {[width] * depth}, {args.loss}, lrs {list(lrs)}, "
+    print(f"{name}: X {tuple(Xt.shape)}, fc-tanh {[width] * depth}, {args.loss}, eta {list(eta_values)}, "
           f"up to {steps} steps, device {device}")
-    out: dict[str, np.ndarray] = {"lrs": np.asarray(lrs), "data": np.asarray(name)}
-    for i, lr in enumerate(lrs):
+    out: dict[str, np.ndarray] = {"eta": np.asarray(eta_values), "data": np.asarray(name)}
+    for i, eta in enumerate(eta_values):
         model = sh.make_mlp(in_dim=Xt.shape[1], width=width, depth=depth, out_dim=10, seed=0)
         tic = time.perf_counter()
-        hist = sh.train_gd_sharpness(model, Xt, Yt, lr, steps, eig_every=args.eig_every, loss=args.loss,
+        hist = sh.train_gd_sharpness(model, Xt, Yt, eta, steps, eig_every=args.eig_every, loss=args.loss,
                                      device=device, eig_k=2, eig_method="lanczos", stop_acc=args.stop_acc)
-        summary = sh.eos_summary(hist, lr)
-        print(f"lr={lr:g} (2/lr={2 / lr:g}): {len(hist.steps) - 1} steps in {time.perf_counter() - tic:.0f} s, "
+        summary = sh.eos_summary(hist, eta)
+        print(f"eta={eta:g} (2/eta={2 / eta:g}): {len(hist.steps) - 1} steps in {time.perf_counter() - tic:.0f} s, "
               f"final acc {hist['acc'][-1]:.3f}; " + ", ".join(f"{k} {v:.3g}" for k, v in summary.items()
                                                                if v is not None))
         out.update({f"loss_{i}": hist["loss"], f"acc_{i}": hist["acc"], f"eig_steps_{i}": hist.final["eig_steps"],

@@ -26,7 +26,7 @@ import numpy as np
 
 import learndyn as ld
 
-LRS = (0.25, 0.3, 0.4, 0.5, 0.67)
+ETA_VALUES = (0.25, 0.3, 0.4, 0.5, 0.67)
 
 
 def main() -> None:
@@ -36,23 +36,23 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="the draw of the network's initialisation (default 0)")
     parser.add_argument("--validate", action="store_true", help="cold-start solves at every estimate step")
-    parser.add_argument("--lrs", type=float, nargs="+", default=list(LRS))
+    parser.add_argument("--eta", type=float, nargs="+", default=list(ETA_VALUES))
     args = parser.parse_args()
     device = ld.setup("eos_traces", threads=args.threads)
     start = time.perf_counter()
-    traces = validate(args.lrs, args.steps, args.seed, device) if args.validate else ld.sharpness.eos_sweep(
-        args.lrs, args.steps, seed=args.seed, device=device)
+    traces = validate(args.eta, args.steps, args.seed, device) if args.validate else ld.sharpness.eos_sweep(
+        args.eta, args.steps, seed=args.seed, device=device)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, **{k: v.astype(np.float32) if k in ("loss", "sharpness") else v
                                      for k, v in traces.items()})
-    for lr, S in zip(traces["lrs"], traces["sharpness"], strict=True):
+    for eta, S in zip(traces["eta"], traces["sharpness"], strict=True):
         tail = S[traces["eig_steps"] >= args.steps // 2]
-        print(f"lr={lr:<5} 2/lr={2 / lr:6.3f}  median sharpness over the second half {np.median(tail):6.3f} "
-              f"(ratio {np.median(tail) * lr / 2:.3f})")
+        print(f"eta={eta:<5} 2/eta={2 / eta:6.3f}  median sharpness over the second half {np.median(tail):6.3f} "
+              f"(ratio {np.median(tail) * eta / 2:.3f})")
     print(f"wrote {args.out} in {time.perf_counter() - start:.0f} s")
 
 
-def validate(lrs: list[float], steps: int, seed: int, device: object) -> dict[str, np.ndarray]:
+def validate(eta_values: list[float], steps: int, seed: int, device: object) -> dict[str, np.ndarray]:
     """The traces of `eos_sweep`, and each estimate against a cold-start solve at its step (printed, stored)."""
     import torch
 
@@ -60,19 +60,19 @@ def validate(lrs: list[float], steps: int, seed: int, device: object) -> dict[st
     X, Y, _ = sh.digits_tensors(1000, device=device)
     loss_fn, like = sh.model_loss(sh.make_mlp(seed=seed).to(device), X, Y)
     runs, errs = [], []
-    for lr in lrs:
-        h = sh.train_gd_sharpness(sh.make_mlp(seed=seed), X, Y, lr, steps, device=device, record_eig_params=True)
-        ref = np.array([sh.top_eigs(loss_fn, sh._unflatten(torch.as_tensor(w, device=device), like), k=2,
+    for eta in eta_values:
+        h = sh.train_gd_sharpness(sh.make_mlp(seed=seed), X, Y, eta, steps, device=device, record_eig_params=True)
+        ref = np.array([sh.top_eigs(loss_fn, ld.hessian._unflatten(torch.as_tensor(w, device=device), like), k=2,
                                     method="krylov", iters=300, tol=1e-5, seed=1000 + int(k)).values
                         for k, w in zip(h.final["eig_steps"], h.final["eig_params"], strict=True)])
         err = h.final["sharpness"] / ref[:, 0] - 1
         errs.append(err)
         i = int(np.argmax(np.abs(err)))
-        print(f"seed {seed} lr={lr}: {len(err)} estimates, worst |error| {abs(err[i]):.2e} at step "
+        print(f"seed {seed} eta={eta}: {len(err)} estimates, worst |error| {abs(err[i]):.2e} at step "
               f"{h.final['eig_steps'][i]} (lambda_2/lambda_1 there {ref[i, 1] / ref[i, 0]:.4f}); "
               f"mean products {h.final['eig_hvps'][1:].mean():.1f}", flush=True)
         runs.append(h)
-    return {"lrs": np.asarray(lrs), "loss": np.stack([h["loss"] for h in runs]),
+    return {"eta": np.asarray(eta_values), "loss": np.stack([h["loss"] for h in runs]),
             "eig_steps": runs[0].final["eig_steps"], "sharpness": np.stack([h.final["sharpness"] for h in runs]),
             "seed": np.array(seed), "n": np.array(1000), "cold_error": np.stack(errs)}
 

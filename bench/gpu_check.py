@@ -130,7 +130,7 @@ def run_eos_script(steps: int, device: torch.device, extra: list[str] | None = N
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     with tempfile.TemporaryDirectory() as tmp:
-        argv = ["--steps", str(steps), "--lrs", "0.04", "--stop-acc", "1.01", "--device", device.type,
+        argv = ["--steps", str(steps), "--eta", "0.04", "--stop-acc", "1.01", "--device", device.type,
                 "--out", str(Path(tmp) / "eos.npz"), *(extra or [])]  # CIFAR-10 is cached in eos_cifar's --root
         seconds, out = timed(lambda: module.main(argv), device)
     return {"script": "bench/eos_cifar.py", "data": str(out["data"]), "steps": steps, "seconds": seconds,

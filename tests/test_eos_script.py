@@ -76,6 +76,6 @@ def test_load_data_falls_back_to_digits_without_torchvision(script, monkeypatch)
 def test_tiny_end_to_end_run(script, tmp_path, monkeypatch):
     monkeypatch.delenv("CIFAR10_DIR", raising=False)
     out = script.main(["--source", "digits", "--n", "100", "--steps", "4", "--eig-every", "2", "--width", "8",
-                       "--depth", "1", "--lrs", "0.1", "--device", "cpu", "--out", str(tmp_path / "r.npz")])
+                       "--depth", "1", "--eta", "0.1", "--device", "cpu", "--out", str(tmp_path / "r.npz")])
     assert out["eigs_0"].shape == (3, 2) and np.all(np.diff(out["eigs_0"], axis=1) <= 0)
     assert np.load(tmp_path / "r.npz")["loss_0"].shape == (5,)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from learndyn import hessian as hs
 from learndyn import sharpness as sh
 from learndyn.core import DivergenceError, History
 
@@ -64,8 +65,8 @@ def test_hvp_matches_exact_hessian(data64, act):
     f, p = _tiny(data64, act=act, seed=2)
     H = sh.exact_hessian(f, p)
     v = np.random.default_rng(0).standard_normal(H.shape[0])
-    hv = sh.hvp(f, p, sh._unflatten(torch.as_tensor(v), p))
-    np.testing.assert_allclose(sh._flatten(hv).numpy(), H @ v, atol=1e-12 * np.abs(H).sum(1).max())
+    hv = sh.hvp(f, p, hs._unflatten(torch.as_tensor(v), p))
+    np.testing.assert_allclose(hs._flatten(hv).numpy(), H @ v, atol=1e-12 * np.abs(H).sum(1).max())
     np.testing.assert_allclose(H, H.T, atol=0)
 
 
@@ -77,7 +78,7 @@ def test_hvp_operator_matches_hvp_and_exact_hessian(data64):
     gen = torch.Generator().manual_seed(2)
     for _ in range(3):  # the graph is reused across products
         x = torch.randn(H.shape[0], generator=gen, dtype=torch.float64)
-        flat_hvp = sh._flatten(sh.hvp(f, p, sh._unflatten(x, p)))
+        flat_hvp = hs._flatten(sh.hvp(f, p, hs._unflatten(x, p)))
         torch.testing.assert_close(matvec(x), flat_hvp, atol=1e-12, rtol=1e-12)
         torch.testing.assert_close(matvec(x), H @ x, atol=1e-12, rtol=1e-12)
 
@@ -140,12 +141,12 @@ def test_bad_input_raises(data64):
         sh.make_mlp(act="sigmoid")
     model = sh.make_mlp(width=4, depth=1)
     X, Y, _ = sh.digits_tensors(20, device="cpu")
-    with pytest.raises(ValueError, match="lr"):
-        sh.train_gd_sharpness(model, X, Y, lr=0.0, steps=5)
+    with pytest.raises(ValueError, match="eta"):
+        sh.train_gd_sharpness(model, X, Y, eta=0.0, steps=5)
     with pytest.raises(ValueError, match="steps"):
-        sh.train_gd_sharpness(model, X, Y, lr=0.1, steps=-1)
+        sh.train_gd_sharpness(model, X, Y, eta=0.1, steps=-1)
     with pytest.raises(ValueError, match="loss"):
-        sh.train_gd_sharpness(model, X, Y, lr=0.1, steps=5, loss="hinge")
+        sh.train_gd_sharpness(model, X, Y, eta=0.1, steps=5, loss="hinge")
     with pytest.raises(ValueError, match="eta"):
         sh.uv_toy_gd(1.0, 1.0, -0.1, 10)
     with pytest.raises(ValueError, match="lam"):
@@ -196,35 +197,35 @@ def test_eos_summary_on_a_synthetic_history():
     loss = np.array([5.0, 4.0, 3.0, 3.5, 2.0, 2.5, 1.0])
     hist = History(np.arange(7), {"loss": loss}, {"eig_steps": np.array([0, 2, 4, 6]),
                                                   "sharpness": np.array([1.0, 2.0, 4.1, 3.9])})
-    s = sh.eos_summary(hist, lr=0.5, frac=0.95, burn=0)  # 2/lr = 4, crossing at step 4
+    s = sh.eos_summary(hist, eta=0.5, frac=0.95, burn=0)  # 2/eta = 4, crossing at step 4
     assert s["cross_step"] == 4 and s["pre_cross_increases"] == 1
     assert s["median_ratio"] == pytest.approx(1.0) and s["max_ratio"] == pytest.approx(4.1 / 4)
     assert s["post_increase_frac"] == pytest.approx(0.5) and s["loss_drop"] == pytest.approx(0.5)
-    none = sh.eos_summary(hist, lr=0.1)
+    none = sh.eos_summary(hist, eta=0.1)
     assert none["cross_step"] is None and np.isnan(none["median_ratio"])
 
 
 def test_training_divergence_names_the_step():
     X, Y, _ = sh.digits_tensors(50, device="cpu")
     with pytest.raises(DivergenceError, match="step"):
-        sh.train_gd_sharpness(sh.make_mlp(width=16, depth=1), X, Y * 1e3, lr=50.0, steps=200, eig_every=1000)
+        sh.train_gd_sharpness(sh.make_mlp(width=16, depth=1), X, Y * 1e3, eta=50.0, steps=200, eig_every=1000)
 
 
 def test_gf_reference_tracks_small_step_gd(data64):
     X, Y = data64
     model = sh.make_mlp(width=4, depth=1, dtype=torch.float64)
-    gd = sh.train_gd_sharpness(model, X, Y, lr=0.02, steps=100, eig_every=1000, record_params_every=50,
+    gd = sh.train_gd_sharpness(model, X, Y, eta=0.02, steps=100, eig_every=1000, record_params_every=50,
                                device="cpu")
     gf = sh.gf_reference(model, X, Y, t_max=2.0, t_record=np.array([0.0, 1.0, 2.0]), device="cpu")
     assert np.all(np.diff(gf["loss"]) < 0)
     err = np.linalg.norm(gd.final["params_path"] - gf.final["params_path"], axis=1)
     scale = np.linalg.norm(gd.final["params_path"][-1] - gd.final["params_path"][0])
-    assert err[0] == 0 and err[-1] < 0.05 * scale  # O(lr) global error of GD against the flow
+    assert err[0] == 0 and err[-1] < 0.05 * scale  # O(eta) global error of GD against the flow
 
 
 def test_short_eos_run_v64_v65():
     X, Y, _ = sh.digits_tensors(1000, device="cpu")
-    hist = sh.train_gd_sharpness(sh.make_mlp(seed=0), X, Y, lr=0.4, steps=320, device="cpu")
+    hist = sh.train_gd_sharpness(sh.make_mlp(seed=0), X, Y, eta=0.4, steps=320, device="cpu")
     s = sh.eos_summary(hist, 0.4, burn=50)
     assert s["cross_step"] is not None and 125 <= s["cross_step"] <= 225
     assert s["pre_cross_increases"] == 0
@@ -243,7 +244,7 @@ def test_krylov_matches_eigvalsh_and_records_its_residuals(data64, act, seed):
     vals, vecs = res  # still a (values, vectors) pair
     np.testing.assert_allclose(vals, ev[:3], rtol=1e-9)
     assert res.converged is True and res.hvps == res.iters <= 120 and res.method == "krylov"
-    Vt = sh._flatten({k: t[0] for k, t in vecs.items()}).numpy()
+    Vt = hs._flatten({k: t[0] for k, t in vecs.items()}).numpy()
     direct = np.linalg.norm(H @ Vt - vals[0] * Vt) / abs(vals[0])  # the recorded residual is the true one
     np.testing.assert_allclose(res.residuals[0], direct, rtol=1e-6, atol=1e-13)
     assert np.all(res.residuals <= 1e-10)
@@ -254,7 +255,7 @@ def test_power_records_residuals_and_products(data64):
     H = sh.exact_hessian(f, p)
     res = sh.top_eigs(f, p, k=2, iters=7, tol=0.0)
     assert res.hvps == 14 and res.iters == 7 and res.converged is None  # tol = 0: a fixed budget, no verdict
-    V = np.stack([sh._flatten({k: t[j] for k, t in res.vectors.items()}).numpy() for j in range(2)], axis=1)
+    V = np.stack([hs._flatten({k: t[j] for k, t in res.vectors.items()}).numpy() for j in range(2)], axis=1)
     direct = np.linalg.norm(H @ V - V * res.values, axis=0) / np.abs(res.values)
     np.testing.assert_allclose(res.residuals, direct, rtol=1e-6)
 
@@ -302,7 +303,7 @@ def test_tolerance_warnings(data64):
 
 def test_training_loop_records_the_estimates_certificates(data64):
     X, Y = data64
-    hist = sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1, dtype=torch.float64), X, Y, lr=0.1, steps=50,
+    hist = sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1, dtype=torch.float64), X, Y, eta=0.1, steps=50,
                                  eig_every=25, device="cpu")
     assert hist.final["eig_hvps"][0] == 20 and np.all(hist.final["eig_hvps"][1:] <= 40)  # cold, then warm
     assert hist.final["eig_residual"].shape == (3,) and np.all(hist.final["eig_residual"][1:] <= 1e-3)
@@ -347,7 +348,7 @@ def test_edge_model_bad_input():
 
 def test_zero_length_runs_return_the_start_and_int_data_is_refused():
     X, Y, _ = sh.digits_tensors(30, device="cpu")
-    hist = sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1), X, Y, lr=0.1, steps=0, device="cpu")
+    hist = sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1), X, Y, eta=0.1, steps=0, device="cpu")
     assert hist["loss"].shape == (1,) and hist.final["eig_steps"].tolist() == [0]
     flow = sh.gf_reference(sh.make_mlp(width=4, depth=1), X, Y, t_max=0.0, device="cpu")
     assert flow["sharpness"].shape == (1,)
@@ -365,7 +366,7 @@ def test_models_data_and_products_are_validated():
     with pytest.raises(ValueError, match="X must be finite"):
         sh.model_loss(model, X * np.nan, Y)
     with pytest.raises(TypeError, match="model"):
-        sh.train_gd_sharpness("mlp", X, Y, lr=0.1, steps=2)
+        sh.train_gd_sharpness("mlp", X, Y, eta=0.1, steps=2)
     with pytest.raises(TypeError, match="out"):
         sh.mse_loss(np.zeros((2, 3)), torch.zeros(2, 3))
     f, p = sh.model_loss(model, X.numpy(), Y.numpy())  # numpy data is read as tensors
@@ -373,7 +374,7 @@ def test_models_data_and_products_are_validated():
         sh.hvp(f, p, {k: torch.zeros(1) for k in p})
     with pytest.raises(TypeError, match="seed"):
         sh.make_mlp(seed=None)
-    with pytest.raises(ValueError, match="lrs"):
+    with pytest.raises(ValueError, match="eta"):
         sh.eos_sweep([], 5)
     with pytest.raises(ValueError, match="t_record"):
         sh.gf_reference(model, X, Y, t_max=1.0, t_record=[-1.0, 0.5], device="cpu")
@@ -393,6 +394,7 @@ def test_stored_eos_traces_follow_the_seed_knob(tmp_path, monkeypatch):
     np.savez(tmp_path / "_build" / "robust" / "eos_traces-seed-3.npz", seed=np.array(3), lrs=np.array([0.4]))
     traces, where = sh_.stored_eos_traces()
     assert int(traces["seed"]) == 3 and "seed 3" in where
+    assert traces["eta"].tolist() == [0.4] and "lrs" not in traces  # a file with the old key reads as eta
 
 
 def _lockin_state():
@@ -404,11 +406,11 @@ def _lockin_state():
     d = np.load(Path(__file__).parent / "data" / "eos_lockin.npz")
     X, Y, _ = sh.digits_tensors(1000, device="cpu")
     f, like = sh.model_loss(sh.make_mlp(seed=int(d["seed"])), X, Y)
-    p = sh._unflatten(torch.as_tensor(d["params"]), like)
+    p = hs._unflatten(torch.as_tensor(d["params"]), like)
 
     def block(name):
         V = torch.as_tensor(d[name].astype(np.float32))
-        return {nm: torch.stack([sh._unflatten(v, like)[nm] for v in V]) for nm in like}
+        return {nm: torch.stack([hs._unflatten(v, like)[nm] for v in V]) for nm in like}
 
     return f, p, block, d["top3"]
 
@@ -451,9 +453,9 @@ def test_residual_certifies_the_nearest_eigenvalue_only(data64):
 
 def test_training_loop_records_parameters_at_its_estimates(data64):
     X, Y = data64
-    hist = sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1, dtype=torch.float64), X, Y, lr=0.1, steps=30,
+    hist = sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1, dtype=torch.float64), X, Y, eta=0.1, steps=30,
                                  eig_every=10, device="cpu", record_eig_params=True, record_params_every=10)
     assert hist.final["eig_params"].shape == (4, 310)
     np.testing.assert_array_equal(hist.final["eig_params"], hist.final["params_path"])
     with pytest.raises(ValueError, match="eig_k"):
-        sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1), X.float(), Y.float(), lr=0.1, steps=2, eig_k=0)
+        sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1), X.float(), Y.float(), eta=0.1, steps=2, eig_k=0)

@@ -16,7 +16,8 @@ import learndyn
 # A name that is not the library's word for its object -> the word to use instead.
 FORBIDDEN = {
     "lr": "eta (the step size)", "learning_rate": "eta", "step_size": "eta", "etas": "eta (a float or a (B,) batch)",
-    "T": "steps (a number of GD steps) or t_max (a flow's horizon)", "Ts": "budgets", "n_steps": "steps",
+    "T": "steps (a number of GD steps) or t_max (a flow's horizon)", "Ts": "budgets",
+    "lrs": "eta (a sequence of step sizes)", "n_steps": "steps",
     "num_steps": "steps", "nsteps": "steps", "n_iter": "steps", "epochs": "steps", "tmax": "t_max",
     "rng": "seed (an int; the function makes its generator)", "random_state": "seed", "generator": "seed",
     "dev": "device", "precision": "dtype",
@@ -24,8 +25,6 @@ FORBIDDEN = {
 # The annotation each shared argument carries (by its text, since annotations are strings under PEP 563).
 ANNOTATIONS = {"seed": {"int"}, "device": {"str | torch.device | None", "str | torch.device"},
                "dtype": {"torch.dtype", "torch.dtype | None"}}
-# Modules still being renamed in this round (their chapter is being revised at the same time); empty when done.
-PENDING: set[str] = {"learndyn.sharpness"}
 
 
 def _public_functions():
@@ -51,8 +50,6 @@ def test_there_are_many_public_functions():
 
 @pytest.mark.parametrize("module", sorted({m for m, _, _ in FUNCTIONS}))
 def test_every_signature_speaks_the_vocabulary(module):
-    if module in PENDING:
-        pytest.skip(f"{module}: renamed once its chapter's revision lands (pending)")
     wrong = [f"{name}({p}): use {FORBIDDEN[p]}" for m, name, fn in FUNCTIONS if m == module
              for p in inspect.signature(fn).parameters if p in FORBIDDEN]
     assert not wrong, f"{module}: " + "; ".join(wrong)

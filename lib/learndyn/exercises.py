@@ -380,7 +380,7 @@ slopes = np.array(slopes)""",
         "traces, _ = ld.sharpness.stored_eos_traces()",
         """late = traces["eig_steps"] >= 750
 plateau = np.median(traces["sharpness"][:, late], axis=1)
-slope = ld.core.loglog_slope(2 / traces["lrs"], plateau)""",
+slope = ld.core.loglog_slope(2 / traces["eta"], plateau)""",
         "assert np.ndim(slope) == 0, 'slope must be one number'"),
     SelfCheck(
         "ex-wu-rates", check_wu_rates, "slopes",
@@ -440,7 +440,7 @@ def _eos_plateau_reference() -> float:
 
     traces, _ = stored_eos_traces()  # the traces the chapter reads, at the seed knob
     late = traces["eig_steps"] >= 750
-    return loglog_slope(2 / traces["lrs"], np.median(traces["sharpness"][:, late], axis=1))
+    return loglog_slope(2 / traces["eta"], np.median(traces["sharpness"][:, late], axis=1))
 
 
 @functools.lru_cache(maxsize=1)

@@ -7,18 +7,17 @@ Exponential loss l(m) = exp(-m), computed directly; logistic loss l(m) = log(1 +
 Gradient-flow bounds (eq-soudry-loss-bounds, eq-soudry-norm-bounds) are in flow time t; the asymptotic expansion
 w(k) = w_hat ln k + w_tilde + o(1) (eq-soudry-asymptotics) is in GD steps k (flow time is t = eta k).
 Theory: numpy float64. Simulator: torch, batched over step sizes on a leading axis B, float64, `device=`.
+The max-margin SVM (`max_margin`, `kkt_residuals`, `second_margin`) lives in `learndyn.svm` and is re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
-from scipy import optimize
 
 from .core import (
     History,
@@ -34,6 +33,15 @@ from .core import (
     few_threads_if_small,
     get_device,
     no_overflow,
+)
+from .svm import (  # re-export: the max-margin direction the theory is written in
+    MaxMargin,
+    _as_Z,
+    _check_mm,
+    _mm_type,
+    kkt_residuals,
+    max_margin,
+    second_margin,
 )
 
 __all__ = [
@@ -60,21 +68,6 @@ __all__ = [
     "gd_loss_bound",
     "margin_bounds",
 ]
-
-
-@dataclass
-class MaxMargin:
-    """The hard-margin SVM through the origin, min 1/2 ||w||^2 s.t. <w, z_i> >= 1 (eq-soudry-svm).
-
-    w_hat:   the solution (d,); gamma = 1 / ||w_hat|| is the margin of the unit vector w_hat / ||w_hat||.
-    support: indices of the points on the margin, <w_hat, z_i> = 1 (up to `support_tol`), increasing.
-    alpha:   Lagrange multipliers (n,), zero off the support; w_hat = Z^T alpha (eq-soudry-kkt).
-    """
-
-    w_hat: np.ndarray
-    gamma: float
-    support: np.ndarray
-    alpha: np.ndarray
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -162,63 +155,6 @@ def check_unit_ball(Z: ArrayLike, rescale: bool = False) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------- the SVM
-def max_margin(Z: ArrayLike, method: Literal["slsqp", "sklearn"] = "slsqp", support_tol: float = 1e-6) -> MaxMargin:
-    """The hard-margin SVM through the origin (eq-soudry-svm) with its multipliers (eq-soudry-kkt).
-
-    "slsqp": SciPy SLSQP on the primal (ftol=1e-15), then an exact refinement on the detected support
-    S = {i: <w, z_i> < 1 + support_tol}: solve (Z_S Z_S^T) lambda = 1 (non-negative least squares if the plain
-    least-squares multipliers are negative) and set w_hat = Z_S^T lambda, so <w_hat, z_i> = 1 on S to rounding.
-    "sklearn": scikit-learn's SVC (linear kernel, C=1e10, tol=1e-10) on the symmetrised data {(z_i, +1), (-z_i, -1)},
-    whose symmetry forces the intercept to 0: an independent solver for cross-checks (no refinement).
-    Raises ValueError when no w has <w, z_i> > 0 for all i (data not separable through the origin).
-    """
-    Z = _as_Z(Z)
-    support_tol = as_positive("support_tol", support_tol)
-    method = as_choice("method", method, ("slsqp", "sklearn"))
-    w_feasible = _separating_vector(Z)
-    if method == "slsqp":
-        res = optimize.minimize(lambda w: 0.5 * w @ w, w_feasible, jac=lambda w: w, method="SLSQP",
-                                constraints=[{"type": "ineq", "fun": lambda w: Z @ w - 1.0, "jac": lambda w: Z}],
-                                options={"ftol": 1e-15, "maxiter": 1000})
-        w, alpha = _refine(Z, res.x, support_tol)
-    elif method == "sklearn":
-        from sklearn.svm import SVC
-
-        clf = SVC(kernel="linear", C=1e10, tol=1e-10).fit(np.vstack([Z, -Z]), np.r_[np.ones(len(Z)), -np.ones(len(Z))])
-        w = clf.coef_[0].astype(float)
-        alpha = np.zeros(len(Z))
-        np.add.at(alpha, clf.support_ % len(Z), np.abs(clf.dual_coef_[0]))  # lambda_i = a_i + b_i (both copies)
-    else:
-        raise ValueError(f"method must be 'slsqp' or 'sklearn'; got {method!r}")
-    support = np.flatnonzero(Z @ w < 1.0 + support_tol)
-    return MaxMargin(w_hat=w, gamma=float(1.0 / np.linalg.norm(w)), support=support, alpha=alpha)
-
-
-def kkt_residuals(Z: ArrayLike, mm: MaxMargin) -> dict[str, float]:
-    """How far (w_hat, alpha) is from the KKT conditions of the SVM (eq-soudry-kkt); all are 0 at the optimum.
-
-    primal: max_i (1 - <w, z_i>)_+;  dual: max_i (-alpha_i)_+;  stationarity: ||w - Z^T alpha||;
-    complementarity: max_i |alpha_i (<w, z_i> - 1)|.
-    """
-    Z = _as_Z(Z)
-    w, alpha = _mm_arrays(Z, mm)
-    m = Z @ w
-    res = {"primal": float(max(0.0, np.max(1.0 - m))), "dual": float(max(0.0, np.max(-alpha))),
-           "stationarity": float(np.linalg.norm(w - Z.T @ alpha)),
-           "complementarity": float(np.max(np.abs(alpha * (m - 1.0))))}
-    no_overflow("Z and mm", list(res.values()))
-    return res
-
-
-def second_margin(Z: ArrayLike, mm: MaxMargin) -> float:
-    """The smallest margin off the support in units of the SVM margin, min_{i not in S} <w_hat, z_i> (>= 1).
-
-    The non-support points fade like t^-(m2 - 1), one of the two clocks of eq-soudry-residual-rate; inf if none.
-    """
-    Z = _as_Z(Z)
-    _check_mm(Z, mm)
-    off = np.setdiff1d(np.arange(len(Z)), mm.support)
-    return float(np.min(Z[off] @ mm.w_hat)) if off.size else float("inf")
 
 
 # ---------------------------------------------------------------------------------------------- theory
@@ -544,43 +480,6 @@ def _gd_loop(W: torch.Tensor, Zt: torch.Tensor, ZnegT: torch.Tensor, eta_col: to
         recs.append(W.clone())
 
 
-def _as_Z(Z: ArrayLike) -> np.ndarray:
-    Z = as_real_array("Z", Z, ndim=2)
-    if Z.shape[0] < 1 or Z.shape[1] < 1:
-        raise ValueError(f"Z must be an (n, d) array with n, d >= 1; got shape {Z.shape}")
-    return Z
-
-
-def _mm_type(mm: MaxMargin) -> MaxMargin:
-    if not isinstance(mm, MaxMargin):
-        raise TypeError(f"mm must be the MaxMargin of Z (from max_margin(Z)); got {type(mm).__name__}")
-    return mm
-
-
-def _mm_arrays(Z: np.ndarray, mm: MaxMargin) -> tuple[np.ndarray, np.ndarray]:
-    """mm's (w_hat, alpha), checked against the shapes of Z."""
-    w = as_real_array("mm.w_hat", _mm_type(mm).w_hat)
-    alpha = as_real_array("mm.alpha", mm.alpha)
-    if w.shape != (Z.shape[1],) or alpha.shape != (Z.shape[0],):
-        raise ValueError(f"mm does not match Z {Z.shape}: w_hat {w.shape}, alpha {alpha.shape}")
-    return w, alpha
-
-
-def _check_mm(Z: np.ndarray, mm: MaxMargin, tol: float = 1e-6) -> MaxMargin:
-    """mm, if it is the max-margin solution of Z (its KKT conditions hold to `tol`, relative); else ValueError.
-
-    An `mm` computed from other data would silently measure every gap against the wrong SVM.
-    """
-    _mm_arrays(Z, mm)
-    res = kkt_residuals(Z, mm)
-    scale = 1.0 + float(np.linalg.norm(mm.w_hat))
-    if max(res.values()) > tol * scale:
-        worst = max(res, key=res.get)
-        raise ValueError(f"mm is not the max-margin solution of this Z (KKT {worst} residual {res[worst]:.3g}); "
-                         "compute it with max_margin(Z) for the same data")
-    return mm
-
-
 def _as_time(t: ArrayLike) -> np.ndarray:
     t = as_real_array("t", t, nonempty=True)
     if np.any(t < 0):
@@ -597,31 +496,6 @@ def _as_gamma(gamma: float) -> float:
 
 def _reduction_scale(reduction: str, n: int) -> float:
     return 1.0 if as_choice("reduction", reduction, ("sum", "mean")) == "sum" else float(n)
-
-
-def _separating_vector(Z: np.ndarray) -> np.ndarray:
-    """A w with Z w >= 1 (linear programme), or ValueError: the data are not separable through the origin."""
-    res = optimize.linprog(np.zeros(Z.shape[1]), A_ub=-Z, b_ub=-np.ones(len(Z)), bounds=[(None, None)] * Z.shape[1],
-                           method="highs")
-    if res.status != 0 or np.min(Z @ res.x) < 1.0 - 1e-7:
-        raise ValueError("Z is not linearly separable through the origin: no w has <w, z_i> > 0 for every row, so "
-                         "the max-margin problem has no solution")
-    return res.x
-
-
-def _refine(Z: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-    """Exact KKT solve on the support S detected from w: (Z_S Z_S^T) lam = 1, lam >= 0, w = Z_S^T lam."""
-    S = np.flatnonzero(Z @ w < 1.0 + tol)
-    G = Z[S] @ Z[S].T
-    lam = np.linalg.lstsq(G, np.ones(len(S)), rcond=None)[0]
-    if np.any(lam < 0):
-        lam = optimize.nnls(G, np.ones(len(S)))[0]
-    w_ref = Z[S].T @ lam
-    if np.min(Z @ w_ref) < 1.0 - 1e-9 or np.linalg.norm(w_ref - w) > 1e-4 * (1.0 + np.linalg.norm(w)):
-        raise ValueError("SLSQP and the refinement on its support disagree; try another support_tol")
-    alpha = np.zeros(len(Z))
-    alpha[S] = lam
-    return w_ref, alpha
 
 
 def _checkpoint_steps(T: int, checkpoints: int | ArrayLike) -> np.ndarray:

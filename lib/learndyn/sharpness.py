@@ -1,30 +1,23 @@
-"""Sharpness without forming the Hessian, and the edge of stability (Ch 6).
+"""The edge of stability (Ch 6): GD on a network with its sharpness tracked, the flow it is compared with, and the
+closed-form models.
 
-Sharpness S(w) = lambda_max(grad^2 L(w)) (eq. `eq-eos-sharpness`) is estimated from Hessian-vector products by
-power iteration, a Krylov (Lanczos with full reorthogonalisation) solver or scipy's Lanczos. `top_eigs` (all three
-methods) takes its products from `hvp_operator`: reverse-over-reverse, one backward pass through a gradient graph
-built once per call (`create_graph=True`), as PyHessian does; `hvp` (forward-over-reverse,
-`torch.func.jvp(torch.func.grad(L))`) is the one-off product of the checks. `exact_hessian` forms the dense
-matrix of tiny models for the float64 checks. `train_gd_sharpness` runs full-batch GD with a warm-started
-sharpness estimate every `eig_every` steps (Cohen et al. 2021), `gf_reference` integrates gradient flow by RK4
-with step alpha / S (the idea of Cohen et al.'s `flow.py`); the (u, v) toy L = 1/2 (uv - 1)^2
-(eq. `eq-eos-uv-loss`), the quadratic (eq. `eq-eos-quad-gd`) and the minimal edge-of-stability model
-(eq. `eq-eos-model`) have closed forms.
-Conventions: GD step k is compared with flow time t = lr * k; the EoS runs use float32 (the spec's setup), the
-exactness checks float64. Losses are functions of a parameter dict (`torch.func` style); vectors on parameter
-space are dicts of tensors of the same shapes.
+Sharpness S(w) = lambda_max(grad^2 L(w)) (eq. `eq-eos-sharpness`) is estimated without forming the Hessian by the
+estimators of `learndyn.hessian` (`top_eigs`, `hvp`, `hvp_operator`, `exact_hessian`, `model_loss`), re-exported
+here. `train_gd_sharpness` runs full-batch GD with a warm-started sharpness estimate every `eig_every` steps
+(Cohen et al. 2021), `gf_reference` integrates gradient flow by RK4 with step alpha / S (the idea of Cohen et al.'s
+`flow.py`); the (u, v) toy L = 1/2 (uv - 1)^2 (eq. `eq-eos-uv-loss`), the quadratic (eq. `eq-eos-quad-gd`) and the
+minimal edge-of-stability model (eq. `eq-eos-model`) have closed forms.
+Conventions: GD step k is compared with flow time t = eta * k; the EoS runs use float32 (the spec's setup), the
+exactness checks float64. Losses are functions of a parameter dict (`torch.func` style).
 """
 
 from __future__ import annotations
 
 import copy
-import warnings
-from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
 import torch
-from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 from torch import nn
 
 from . import quadratic
@@ -37,7 +30,6 @@ from .core import (
     as_positive,
     as_real,
     as_real_array,
-    as_real_tensor,
     as_seed,
     as_times,
     broadcast,
@@ -45,6 +37,23 @@ from .core import (
     get_device,
     no_overflow,
     rk4_step,
+)
+
+# The Hessian-free estimators live in `hessian` (nothing there is specific to the edge of stability); they are
+# re-exported here, so a chapter says `ld.sharpness.top_eigs` as it says `ld.sharpness.train_gd_sharpness`.
+from .hessian import (  # re-export
+    MAX_DENSE_PARAMS,
+    EigenToleranceWarning,
+    EigResult,
+    Params,
+    _flatten,
+    _model_data,
+    exact_hessian,
+    hvp,
+    hvp_operator,
+    model_loss,
+    mse_loss,
+    top_eigs,
 )
 
 __all__ = [
@@ -73,10 +82,6 @@ __all__ = [
     "MAX_DENSE_PARAMS",
 ]
 
-Params = dict[str, torch.Tensor]
-LossFn = Callable[[Params], torch.Tensor]
-#: `exact_hessian` refuses models with more parameters than this (a dense P x P matrix of P HVP-sized columns).
-MAX_DENSE_PARAMS = 5000
 _ACTS = {"tanh": nn.Tanh, "relu": nn.ReLU, "gelu": nn.GELU, "softplus": nn.Softplus, "elu": nn.ELU}
 
 
@@ -132,215 +137,17 @@ def make_mlp(in_dim: int = 64, width: int = 100, depth: int = 3, out_dim: int = 
     return model.to(dtype)
 
 
-def mse_loss(out: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-    """Cohen et al.'s MSE, eq. `eq-eos-mse`: the mean over samples of 1/2 ||f(x) - y||^2."""
-    for name, t in (("out", out), ("Y", Y)):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-            raise TypeError(f"{name} must be a real floating torch tensor; got {type(t).__name__}"
-                            + (f" of dtype {t.dtype}" if isinstance(t, torch.Tensor) else ""))
-    if out.shape != Y.shape:
-        raise ValueError(f"out and Y must have the same shape; got {tuple(out.shape)} and {tuple(Y.shape)}")
-    return 0.5 * ((out - Y) ** 2).sum(dim=-1).mean()
-
-
-def _model_data(model: nn.Module, X: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validate a model and its full-batch data: X (n, d_in) and Y (n, d_out), real, finite, in the model's dtype."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
-    dtype = next(iter(model.parameters()), torch.empty(0)).dtype
-    X = as_real_tensor("X", X, dtype=None if isinstance(X, torch.Tensor) else dtype, ndim=2)  # arrays: the model's
-    Y = as_real_tensor("Y", Y, dtype=None if isinstance(Y, torch.Tensor) else dtype, ndim=2)
-    if X.shape[0] != Y.shape[0]:
-        raise ValueError(f"X and Y must have one row per example; got {X.shape[0]} and {Y.shape[0]} rows")
-    if X.dtype != dtype or Y.dtype != dtype:
-        raise TypeError(f"X and Y must have the model's dtype {dtype}; got {X.dtype} and {Y.dtype} (use .to({dtype}))")
-    return X, Y
-
-
-def model_loss(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, loss: str = "mse") -> tuple[LossFn, Params]:
-    """The full-batch loss as a function of a parameter dict, and a detached copy of the model's parameters.
-
-    `loss` is "mse" (eq. `eq-eos-mse`) or "ce" (cross-entropy against the labels argmax Y).
-    """
-    if loss not in ("mse", "ce"):
-        raise ValueError(f"loss must be 'mse' or 'ce'; got {loss!r}")
-    X, Y = _model_data(model, X, Y)
-    params = {k: v.detach().clone() for k, v in model.named_parameters()}
-    labels = Y.argmax(dim=-1)
-
-    def loss_of_params(p: Params) -> torch.Tensor:
-        out = torch.func.functional_call(model, p, (X,))
-        return mse_loss(out, Y) if loss == "mse" else nn.functional.cross_entropy(out, labels)
-
-    return loss_of_params, params
-
-
 # ------------------------------------------------------------------------------------------------ Hessian tools
-def hvp(loss_of_params: LossFn, params: Params, v: Params) -> Params:
-    """The Hessian-vector product H v = d/de grad L(w + e v) at e = 0, forward-over-reverse (eq. `eq-eos-hvp`).
-
-    One call costs about as much as two or three gradients; H is never formed.
-    """
-    if not isinstance(v, dict) or set(v) != set(params):
-        raise ValueError(f"v must be a dict with the keys of params {sorted(params)}; got "
-                         f"{sorted(v) if isinstance(v, dict) else type(v).__name__}")
-    for name, t in v.items():
-        if not isinstance(t, torch.Tensor) or t.shape != params[name].shape or t.dtype != params[name].dtype:
-            raise ValueError(f"v[{name!r}] must be a tensor shaped and typed like params[{name!r}] "
-                             f"({tuple(params[name].shape)}, {params[name].dtype})")
-    return torch.func.jvp(torch.func.grad(loss_of_params), (params,), (v,))[1]
-
-
-def hvp_operator(loss_of_params: LossFn, params: Params) -> Callable[[torch.Tensor], torch.Tensor]:
-    """x -> H x on flattened parameters, for many products at one point (power iteration, Lanczos).
-
-    Builds the gradient's graph once (reverse over reverse, `create_graph=True`) and differentiates it again for
-    each product, as PyHessian does, instead of recomputing the forward and backward pass per product like `hvp`.
-    The products agree with `hvp` to rounding (tested); each costs about one backward pass.
-    """
-    leaves = {nm: p.detach().requires_grad_(True) for nm, p in params.items()}
-    with torch.enable_grad():
-        grads = torch.autograd.grad(loss_of_params(leaves), list(leaves.values()), create_graph=True)
-
-    def matvec(x: torch.Tensor) -> torch.Tensor:
-        vs = [c.reshape(p.shape) for c, p in zip(_split(x, params), params.values(), strict=True)]
-        hv = torch.autograd.grad(grads, list(leaves.values()), grad_outputs=vs, retain_graph=True)
-        return torch.cat([h.reshape(-1) for h in hv])
-
-    return matvec
-
-
-class EigenToleranceWarning(UserWarning):
-    """`top_eigs` did not reach the requested tolerance, or was asked for one below the precision of its products."""
-
-
-class EigResult(tuple):
-    """What `top_eigs` returns: the pair (values, vectors), so `vals, vecs = top_eigs(...)` works, with its record.
-
-    Attributes: `values` (k,), descending by value; `vectors` (dict of (k, *p.shape) tensors); `hvps`, the
-    Hessian-vector products used; `iters`, the iterations (power: block products; krylov: products; lanczos:
-    products); `residuals` (k,), the achieved ||H v - lambda v|| / |lambda| of each returned pair; `converged`,
-    whether the requested `tol` was met (None when tol = 0, a fixed budget); `method` and `tol`.
-    """
-
-    values: np.ndarray
-    vectors: Params
-    hvps: int
-    iters: int
-    residuals: np.ndarray
-    converged: bool | None
-    method: str
-    tol: float
-
-    def __new__(cls, values: np.ndarray, vectors: Params, **info: object) -> EigResult:
-        self = super().__new__(cls, (values, vectors))
-        self.values, self.vectors = values, vectors
-        for key, val in info.items():
-            setattr(self, key, val)
-        return self
-
-
-def top_eigs(loss_of_params: LossFn, params: Params, k: int = 1,
-             method: Literal["power", "krylov", "lanczos"] = "power", iters: int = 20, v0: Params | None = None,
-             shift: float = 0.0, tol: float = 1e-6, seed: int = 0, tol_rest: float | None = None) -> EigResult:
-    """The top-k Hessian eigenvalues (descending by value) and eigenvectors, from Hessian-vector products only.
-
-    method="power": (block) power iteration on H + shift I with Rayleigh-Ritz, `iters` block products at most
-    (k HVPs each), stopping once the eigenvalues change by less than `tol` (relative). It finds the eigenvalues of
-    largest *modulus* of H + shift I, so with shift = 0 it can return a negative eigenvalue when |lambda_min| >
-    lambda_max; a shift above -(lambda_max + lambda_min)/2 fixes that. Its error after j iterations is of order
-    (|lambda_{k+1}| / |lambda_k|)^(2j) (eq. `eq-eos-power-rate`).
-    method="krylov": Rayleigh-Ritz on the block Krylov space span{V, HV, H^2 V, ...} of the start block V (Lanczos
-    with full reorthogonalisation, in float64), `iters` HVPs at most, stopping once every relative residual is at
-    most `tol`. Warm-started with the previous Ritz vectors it converges like Lanczos, not like the ratio
-    lambda_2 / lambda_1, so clustered top eigenvalues (the edge of stability) cost few products. `tol_rest`
-    (default `tol`) is the residual the Ritz pairs 2..k must reach.
-    What a result certifies (all methods): each Ritz value theta_j is at most lambda_j (Cauchy interlacing: the
-    estimate never exceeds lambda_max), and some eigenvalue lies within residual_j * |theta_j| of it
-    (min_i |lambda_i - theta| <= ||Hv - theta v|| for a unit v). The residual does NOT say that this eigenvalue is
-    lambda_max: a Krylov space grown from a warm vector that has become the second eigenvector converges to
-    lambda_2 with a small residual (an exact eigenvector's pair has residual 0 in any space that contains it, so
-    adding random vectors to the block does not help a residual-based stop). A warm block of k >= 2 previous
-    Ritz vectors contains the runner-up, so an eigenvector that overtakes the top from second place is in the
-    space (tested on the lock-in of Chapter 6's network); one rising from outside the block is caught only by a
-    cold start from a random vector, whose component along every eigenvector Krylov amplifies.
-    method="lanczos": scipy's `eigsh(which='LA')` (the largest algebraic eigenvalues) on a float64
-    `LinearOperator`, `iters` restarts at most, tolerance `tol` (plus k products to measure the residuals).
-    `v0` (a warm start, e.g. the vectors of the previous call) is a dict of tensors shaped (k, *p.shape) or, for
-    k = 1, like the parameters. Returns an `EigResult`: the pair (eigenvalues (k,), vectors as a dict of
-    (k, *p.shape) tensors), which also records the products used and the achieved residuals ||Hv - lambda v|| /
-    |lambda|. An `EigenToleranceWarning` says when tol > 0 was not met, or is below what products in the
-    parameters' dtype can resolve (float32: about 1e-6).
-    """
-    names = list(params)
-    n = sum(p.numel() for p in params.values())
-    k = as_int("k", k, minimum=1)
-    if k > n:
-        raise ValueError(f"k must not exceed the number of parameters {n}; got k={k}")
-    iters = as_int("iters", iters, minimum=1)
-    if method not in ("power", "krylov", "lanczos"):
-        raise ValueError(f"method must be 'power', 'krylov' or 'lanczos'; got {method!r}")
-    if not np.isfinite(shift) or not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"shift must be finite and tol >= 0 and finite; got shift={shift}, tol={tol}")
-    dtype = next(iter(params.values())).dtype
-    floor = 10 * float(torch.finfo(dtype).eps) if dtype.is_floating_point else 0.0
-    if 0 < tol < floor:
-        warnings.warn(f"top_eigs: tol={tol:g} is below what {dtype} Hessian-vector products resolve (about "
-                      f"{floor:.1g} relative); the parameters are {dtype}, so the tolerance may never be met",
-                      EigenToleranceWarning, stacklevel=2)
-    if tol_rest is not None and (method != "krylov" or not np.isfinite(tol_rest) or tol_rest < tol):
-        raise ValueError(f"tol_rest (the tolerance of Ritz pairs 2..k) applies to method='krylov' only and must be "
-                         f"finite and >= tol={tol:g}; got tol_rest={tol_rest!r} with method={method!r}")
-    V = _start_block(params, k, v0, seed)  # (n, k)
-    if method == "krylov" and v0 is None:
-        V = V[:, :1]  # a cold start: one random vector, whose Krylov space finds the top k (a random block is slower)
-
-    counted = [0]
-    base = hvp_operator(loss_of_params, params)
-
-    def matvec(x: torch.Tensor) -> torch.Tensor:
-        counted[0] += 1
-        return base(x)
-
-    if method == "lanczos":
-        vals, vecs, its, conv = _lanczos(matvec, n, k, iters, V[:, 0], tol, params)
-        HV = torch.stack([matvec(vecs[:, j]) for j in range(k)], dim=1)
-        res = ((HV - vecs * torch.as_tensor(vals, dtype=vecs.dtype, device=vecs.device)).norm(dim=0).double()
-               .cpu().numpy() / np.maximum(np.abs(vals), 1e-300))
-    elif method == "krylov":
-        vals, vecs, res, its, conv = _krylov(matvec, V, iters, k, tol, tol if tol_rest is None else tol_rest)
-    else:
-        vals, vecs, res, its, conv = _power(matvec, V, iters, shift, tol)
-    converged = None if tol == 0 else bool(conv)
-    if converged is False:
-        warnings.warn(f"top_eigs ({method}): tol={tol:g} not reached in {its} iterations ({counted[0]} products); "
-                      f"achieved relative residuals {', '.join(f'{v:.1e}' for v in np.asarray(res))}",
-                      EigenToleranceWarning, stacklevel=2)
-    vectors = {nm: c.T.reshape(k, *params[nm].shape) for nm, c in zip(names, _split(vecs, params), strict=True)}
-    return EigResult(vals, vectors, hvps=counted[0], iters=its, residuals=np.asarray(res, dtype=float),
-                     converged=converged, method=method, tol=float(tol))
-
-
-def exact_hessian(loss_of_params: LossFn, params: Params) -> np.ndarray:
-    """The dense Hessian (P, P) in float64 numpy, flattened in the order of `params` (tiny models only)."""
-    n = sum(p.numel() for p in params.values())
-    if n > MAX_DENSE_PARAMS:
-        raise ValueError(f"exact_hessian forms a dense {n} x {n} matrix: the model has {n} parameters, more than "
-                         f"MAX_DENSE_PARAMS = {MAX_DENSE_PARAMS}; use top_eigs instead")
-    flat = _flatten(params)
-    H = torch.func.hessian(lambda x: loss_of_params(_unflatten(x, params)))(flat)
-    H = H.detach().cpu().double().numpy()
-    return 0.5 * (H + H.T)
 
 
 # ------------------------------------------------------------------------------------------------ training loops
-def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, lr: float, steps: int,
+def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, eta: float, steps: int,
                        eig_every: int = 25, eig_iters: int = 40, loss: str = "mse",
                        device: str | torch.device | None = None, first_iters: int = 20, eig_k: int = 2,
                        eig_method: Literal["power", "krylov", "lanczos"] = "krylov",
                        record_params_every: int | None = None, stop_acc: float | None = None,
                        eig_tol: float = 1e-3, record_eig_params: bool = False) -> History:
-    """Full-batch GD w <- w - lr grad L(w) with the sharpness tracked along the way (Cohen et al. 2021).
+    """Full-batch GD w <- w - eta grad L(w) with the sharpness tracked along the way (Cohen et al. 2021).
 
     Every `eig_every` steps (and at the last step) the top-`eig_k` Hessian eigenvalues are estimated with
     `top_eigs`: `first_iters` products the first time, then at most `eig_iters` warm-started from the previous
@@ -359,7 +166,7 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, lr: f
     in the model's dtype). With `stop_acc`, training stops at the first step whose training accuracy reaches it.
     A non-finite loss raises `DivergenceError` with the step.
     """
-    lr = as_positive("lr", lr)
+    eta = as_positive("eta", eta)
     steps = as_int("steps", steps, minimum=0)  # steps = 0: the start, with its sharpness
     eig_every = as_int("eig_every", eig_every, minimum=1)
     eig_iters, first_iters = as_int("eig_iters", eig_iters, minimum=1), as_int("first_iters", first_iters, minimum=1)
@@ -401,10 +208,10 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, lr: f
             eig_hvps.append(est.hvps)
         if done:
             break
-        params = {nm: p - lr * g[nm] for nm, p in params.items()}
+        params = {nm: p - eta * g[nm] for nm, p in params.items()}
     final = {"eig_steps": np.array(eig_steps), "eigs": np.array(eigs), "sharpness": np.array(eigs)[:, 0],
              "eig_residual": np.array(eig_res), "eig_hvps": np.array(eig_hvps),
-             "params": {nm: p.cpu().numpy() for nm, p in params.items()}, "lr": lr}
+             "params": {nm: p.cpu().numpy() for nm, p in params.items()}, "eta": eta}
     if record_params_every:
         final.update(param_steps=np.array(p_steps), params_path=np.array(p_path))
     if record_eig_params:
@@ -412,27 +219,27 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, lr: f
     return History(np.arange(k + 1), {"loss": np.array(losses), "acc": np.array(accs)}, final)
 
 
-def eos_summary(hist: History, lr: float, frac: float = 0.95, burn: int = 100) -> dict[str, float | int | None]:
+def eos_summary(hist: History, eta: float, frac: float = 0.95, burn: int = 100) -> dict[str, float | int | None]:
     """The edge-of-stability statistics of a `train_gd_sharpness` run (Ch 6, the edge-of-stability checks).
 
-    cross_step: the first sharpness step with S >= frac * 2/lr (None if none); pre_cross_increases: steps before it
-    where the loss went up; median/max/min_ratio: S lr / 2 at sharpness steps >= cross_step + burn;
+    cross_step: the first sharpness step with S >= frac * 2/eta (None if none); pre_cross_increases: steps before it
+    where the loss went up; median/max/min_ratio: S eta / 2 at sharpness steps >= cross_step + burn;
     post_increase_frac: the fraction of steps after the crossing where the loss went up; loss_drop:
     L_end / L_cross. Without a crossing the statistics after it are NaN.
     """
-    lr = as_positive("lr", lr)
+    eta = as_positive("eta", eta)
     burn = as_int("burn", burn, minimum=0)
     if not 0 < frac <= 1:
         raise ValueError(f"frac must be in (0, 1]; got {frac}")
     loss, es, S = hist["loss"], hist.final["eig_steps"], hist.final["sharpness"]
     up = np.diff(loss) > 0  # up[k]: the loss rose from step k to k + 1
-    hit = np.flatnonzero(S >= frac * 2.0 / lr)
+    hit = np.flatnonzero(S >= frac * 2.0 / eta)
     nan = float("nan")
     if hit.size == 0:
         return {"cross_step": None, "pre_cross_increases": int(up.sum()), "median_ratio": nan, "max_ratio": nan,
                 "min_ratio": nan, "post_increase_frac": nan, "loss_drop": nan}
     cross = int(es[hit[0]])
-    ratio = S[es >= cross + burn] * lr / 2.0
+    ratio = S[es >= cross + burn] * eta / 2.0
     stats = (float(np.median(ratio)), float(ratio.max()), float(ratio.min())) if ratio.size else (nan, nan, nan)
     return {"cross_step": cross, "pre_cross_increases": int(up[:cross].sum()), "median_ratio": stats[0],
             "max_ratio": stats[1], "min_ratio": stats[2],
@@ -500,31 +307,37 @@ def stored_eos_traces() -> tuple[dict[str, np.ndarray], str]:
 
     from .core import seed_offset
 
+    def load(path: Path) -> dict[str, np.ndarray]:
+        traces = dict(np.load(path).items())
+        if "lrs" in traces:                  # files written before the library said eta for the step size
+            traces["eta"] = traces.pop("lrs")
+        return traces
+
     k = seed_offset()
     shipped = Path(__file__).parent / "data" / "eos_traces.npz"
     if k:
         for folder in [Path.cwd(), *Path.cwd().parents]:
             fresh = folder / "_build" / "robust" / f"eos_traces-seed-{k}.npz"
             if fresh.is_file():
-                return dict(np.load(fresh).items()), f"regenerated at seed {k} ({fresh.name})"
+                return load(fresh), f"regenerated at seed {k} ({fresh.name})"
     if not shipped.is_file():
         raise FileNotFoundError(f"{shipped} is missing: run bench/eos_traces.py to regenerate it")
-    return dict(np.load(shipped).items()), "stored at seed 0 (shipped with learndyn)"
+    return load(shipped), "stored at seed 0 (shipped with learndyn)"
 
 
-def eos_sweep(lrs: list[float] | np.ndarray, steps: int, seed: int = 0, n: int = 1000, eig_every: int = 25,
+def eos_sweep(eta: list[float] | np.ndarray, steps: int, seed: int = 0, n: int = 1000, eig_every: int = 25,
               device: str | torch.device | None = None) -> dict[str, np.ndarray]:
-    """The Ch 6 digits setup (64-100-100-100-10 tanh, MSE, float32) trained with each step size of `lrs`.
+    """The Ch 6 digits setup (64-100-100-100-10 tanh, MSE, float32) trained with each step size of `eta`.
 
-    Returns arrays for `np.savez`: "lrs" (B,), "loss" (B, steps + 1), "eig_steps" (K,), "sharpness" (B, K).
+    Returns arrays for `np.savez`: "eta" (B,), "loss" (B, steps + 1), "eig_steps" (K,), "sharpness" (B, K).
     `bench/eos_traces.py` stores this for the chapter's widget and plateau check.
     """
-    lrs = as_real_array("lrs", lrs, ndim=1, nonempty=True)
-    lrs = np.asarray([as_positive("lrs entry", float(v)) for v in lrs])
+    eta = as_real_array("eta", eta, ndim=1, nonempty=True)
+    eta = np.asarray([as_positive("eta entry", float(v)) for v in eta])
     X, Y, _ = digits_tensors(n, device=device)
-    runs = [train_gd_sharpness(make_mlp(seed=seed), X, Y, float(lr), steps, eig_every=eig_every, device=device)
-            for lr in lrs]
-    return {"lrs": lrs, "loss": np.stack([h["loss"] for h in runs]), "eig_steps": runs[0].final["eig_steps"],
+    runs = [train_gd_sharpness(make_mlp(seed=seed), X, Y, float(e), steps, eig_every=eig_every, device=device)
+            for e in eta]
+    return {"eta": eta, "loss": np.stack([h["loss"] for h in runs]), "eig_steps": runs[0].final["eig_steps"],
             "sharpness": np.stack([h.final["sharpness"] for h in runs]), "seed": np.array(seed),
             "n": np.array(n)}
 
@@ -662,145 +475,6 @@ def quadratic_gd(lam: float, eta: float, x0: float, steps: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
-def _flatten(p: Params) -> torch.Tensor:
-    return torch.cat([t.reshape(-1) for t in p.values()])
-
-
-def _split(x: torch.Tensor, like: Params) -> list[torch.Tensor]:
-    return list(torch.split(x, [t.numel() for t in like.values()], dim=0))
-
-
-def _unflatten(x: torch.Tensor, like: Params) -> Params:
-    return {nm: c.reshape(t.shape) for (nm, t), c in zip(like.items(), _split(x, like), strict=True)}
-
-
-def _start_block(params: Params, k: int, v0: Params | None, seed: int) -> torch.Tensor:
-    ref = next(iter(params.values()))
-    n = sum(p.numel() for p in params.values())
-    if v0 is None:
-        gen = torch.Generator(device="cpu").manual_seed(int(seed))
-        return torch.randn(n, k, generator=gen, dtype=ref.dtype).to(ref.device)
-    if set(v0) != set(params):
-        raise ValueError(f"v0 must have the keys of params {sorted(params)}; got {sorted(v0)}")
-    cols = []
-    for nm, p in params.items():
-        t = v0[nm].to(device=ref.device, dtype=ref.dtype)
-        if t.shape == p.shape and k == 1:
-            t = t.unsqueeze(0)
-        if t.shape != (k, *p.shape):
-            raise ValueError(f"v0[{nm!r}] must have shape {(k, *p.shape)}; got {tuple(t.shape)}")
-        cols.append(t.reshape(k, -1))
-    return torch.cat(cols, dim=1).T.contiguous()
-
-
-def _power(matvec: Callable, V: torch.Tensor, iters: int, shift: float,
-           tol: float) -> tuple[np.ndarray, torch.Tensor, np.ndarray, int, bool]:
-    """Block power iteration on H + shift I with Rayleigh-Ritz; V (n, k) -> (eigenvalues of H, vectors (n, k),
-    relative residuals, iterations, converged).
-
-    Each iteration costs k products: W = (H + shift I) V gives the Ritz pairs of span(V) (returned at the end,
-    with the residuals ||(W - shift V) q - theta V q|| / |theta|, free) and the next block, orth(W). The block
-    follows the eigenvalues of largest modulus; the returned pairs are sorted by value.
-    """
-    V = torch.linalg.qr(V)[0]
-    vals, vecs, res, done, it = None, V, None, False, 0
-    for _ in range(iters):
-        it += 1
-        W = torch.stack([matvec(V[:, j]) for j in range(V.shape[1])], dim=1) + shift * V  # (n, k)
-        T = V.T @ W  # Rayleigh-Ritz on span(V)
-        evals, Q = torch.linalg.eigh(0.5 * (T + T.T))
-        order = torch.argsort(evals.abs(), descending=True)  # power iteration follows the modulus
-        Q, evals = Q[:, order], evals[order]
-        new, vecs = (evals - shift).double().cpu().numpy(), V @ Q
-        hy = W @ Q - shift * vecs
-        res = ((hy - vecs * (evals - shift)).norm(dim=0).double().cpu().numpy()
-               / np.maximum(np.abs(new), 1e-300))
-        done = vals is not None and bool(np.all(np.abs(new - vals) <= tol * np.abs(new)))
-        vals = new
-        if done:
-            break
-        V = torch.linalg.qr(W @ Q)[0]
-    by_value = np.argsort(-vals, kind="stable")
-    return vals[by_value], vecs[:, torch.as_tensor(by_value, device=vecs.device)], res[by_value], it, done
-
-
-def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
-            tol_rest: float) -> tuple[np.ndarray, torch.Tensor, np.ndarray, int, bool]:
-    """Rayleigh-Ritz on the block Krylov space of the start block V (n, b), with at most `iters` products.
-
-    The basis is built in float64 with full (twice repeated) Gram-Schmidt: the start vectors first, then each
-    product H q orthogonalised against the basis, in the order they were made (block Lanczos). Every basis vector
-    q is multiplied once, so the projection B^T H B and the residuals ||H y - theta y|| of the Ritz pairs are exact
-    without further products. Returns the top-k Ritz pairs by value, their relative residuals, the number of
-    products, and whether they reached their tolerances, `tol` for the top pair and `tol_rest` for the others
-    (always False with tol = 0).
-    """
-    dt = V.dtype
-    pending = list(torch.linalg.qr(V.double())[0].T)
-    basis: list[torch.Tensor] = []
-    images: list[torch.Tensor] = []
-    done = False
-    starts_left = len(pending)  # no stopping before every start vector is in the space
-    while len(basis) < iters and pending:
-        q = pending.pop(0)
-        starts_left -= 1
-        if basis:
-            B = torch.stack(basis, dim=1)
-            for _ in range(2):
-                q = q - B @ (B.T @ q)
-        norm = float(q.norm())
-        if norm < 1e-10:
-            continue  # the space is invariant in this direction
-        q = q / norm
-        w = matvec(q.to(dt)).double()
-        basis.append(q)
-        images.append(w)
-        pending.append(w)
-        if tol > 0 and len(basis) >= k and starts_left <= 0 and len(basis) < iters:
-            _, _, res = _ritz(basis, images, k)
-            if res[0] <= tol and np.all(res[1:] <= tol_rest):
-                done = True
-                break
-    if len(basis) < k:
-        raise ValueError(f"iters={iters} products span fewer than k={k} directions; use iters >= k")
-    vals, vecs, res = _ritz(basis, images, k)
-    done = done or (tol > 0 and bool(res[0] <= tol and np.all(res[1:] <= tol_rest)))
-    return vals, vecs.to(dt), res, len(basis), done
-
-
-def _ritz(basis: list[torch.Tensor], images: list[torch.Tensor],
-          k: int) -> tuple[np.ndarray, torch.Tensor, np.ndarray]:
-    B, W = torch.stack(basis, dim=1), torch.stack(images, dim=1)
-    T = B.T @ W
-    evals, S = torch.linalg.eigh(0.5 * (T + T.T))
-    top = torch.argsort(evals, descending=True)[:k]
-    theta, S = evals[top], S[:, top]
-    Y = B @ S
-    res = (W @ S - Y * theta).norm(dim=0) / theta.abs().clamp_min(1e-300)
-    return theta.cpu().numpy(), Y, res.cpu().numpy()
-
-
-def _lanczos(matvec: Callable, n: int, k: int, iters: int, v0: torch.Tensor, tol: float,
-             params: Params) -> tuple[np.ndarray, torch.Tensor, int, bool]:
-    ref = next(iter(params.values()))
-    calls = [0]
-
-    def mv(x: np.ndarray) -> np.ndarray:  # scipy probes with other dtypes: always go through float64
-        calls[0] += 1
-        xt = torch.as_tensor(np.asarray(x, dtype=np.float64).ravel(), dtype=ref.dtype, device=ref.device)
-        return matvec(xt).double().cpu().numpy()
-
-    op = LinearOperator((n, n), matvec=mv, dtype=np.float64)
-    converged = True
-    try:
-        vals, vecs = eigsh(op, k=k, which="LA", v0=v0.double().cpu().numpy(), maxiter=iters, tol=tol,
-                           ncv=min(n, max(2 * k + 1, 20)))
-    except ArpackNoConvergence as err:  # keep what converged, say so through the residuals and a warning
-        if len(err.eigenvalues) < k:
-            raise
-        vals, vecs, converged = err.eigenvalues, err.eigenvectors, False
-    order = np.argsort(vals)[::-1]
-    return vals[order], torch.as_tensor(vecs[:, order], dtype=ref.dtype, device=ref.device), calls[0], converged
 
 
 def _loss_and_out(model: nn.Module, p: Params, X: torch.Tensor, Y: torch.Tensor,
