@@ -138,6 +138,18 @@ def test_stability_threshold_both_sides():
         linreg.gd_least_squares(X, y, 1.05 * thr, 100000)
 
 
+def test_gd_uses_the_formed_normal_equations():
+    """The documented form: A = X^T X and b = X^T y formed once, w <- w - eta (A w - b), bit for bit (Chapter 1's
+    rounding bound is derived for exactly this recursion)."""
+    X, y = _problem(20, 50, seed=13)
+    w0 = np.random.default_rng(14).standard_normal(50)
+    eta = 0.5 * linreg.gd_stability_threshold(X)
+    A, b, w = X.T @ X, X.T @ y, w0.copy()
+    for _ in range(200):
+        w = w - eta * (A @ w - b)
+    np.testing.assert_array_equal(linreg.gd_least_squares(X, y, eta, 200, w0=w0), w)
+
+
 def test_gd_zero_steps_returns_start():
     X, y = _problem(5, 3)
     np.testing.assert_array_equal(linreg.gd_least_squares(X, y, 0.01, 0, w0=np.ones(3)), np.ones(3))

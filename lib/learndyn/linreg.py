@@ -179,7 +179,11 @@ def simulate_ols_risk(n: int, d: int, sigma: float, reps: int, seed: int = 0,
 
 def gd_least_squares(X: np.ndarray, y: np.ndarray, eta: float, steps: int,
                      w0: np.ndarray | None = None) -> np.ndarray:
-    """`steps` of GD on L(w) = 1/2 ||X w - y||^2 from w0 (default 0): w <- w - eta X^T (X w - y).
+    """`steps` of GD on L(w) = 1/2 ||X w - y||^2 from w0 (default 0), eq. `eq-linreg-gd` (Ch 1).
+
+    A = X^T X and b = X^T y are formed once; each step then computes w <- w - eta (A w - b), which is
+    w - eta X^T (X w - y) in exact arithmetic but not in floating point: Chapter 1's rounding bound (the per-step
+    error delta before the check that GD reaches X^+ y) is derived for this form, with the errors of A and b counted.
 
     Raises `DivergenceError` naming the step if the iterate stops being finite (eta above 2/lambda_max diverges);
     bad input (a NaN in X, y or w0, a wrong shape) is a ValueError/TypeError naming the argument. steps=0 gives w0.
