@@ -73,6 +73,11 @@ __all__ = [
     "train_chain",
     "train_shallow",
     "flow_two_layer",
+    "train_deep_linear",
+    "gd_chains",
+    "train_greedy_pretraining",
+    "decoupled_form",
+    "crossing_step",
 ]
 
 
@@ -677,10 +682,15 @@ def _haar_orthogonal(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 from .deep_linear_sim import (  # noqa: E402  (re-export; the simulators need nothing from this module at import)
+    crossing_step,
+    decoupled_form,
     decoupled_init,
     flow_two_layer,
+    gd_chains,
     small_random_init,
     train_chain,
+    train_deep_linear,
+    train_greedy_pretraining,
     train_shallow,
     train_two_layer,
 )

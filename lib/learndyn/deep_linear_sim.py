@@ -2,10 +2,12 @@
 
 Re-exported by `learndyn.deep_linear`; use them from there. Conventions of that module: W1 (N2, N1), W2 (N3, N2),
 Sigma = U S V^T (N3, N1), E = 1/2 ||Sigma - W2 W1||_F^2 (whitened inputs, eq. `eq-saxe-loss`), GD step k compared
-with flow time t = k when tau = 1/eta. Simulators run in float64 on `device` (default `learndyn.get_device()`) and
-return a `learndyn.core.History` whose metrics have the recorded steps as leading axis: "modes" (K, [B,] r),
-"loss" (K, [B]), ... . A run that leaves the finite numbers raises `DivergenceError` naming the step, or, with
-on_divergence="flag", records in `final["diverged_at"]` the first non-finite step of each run (-1: none).
+with flow time t = k when tau = 1/eta. With correlated inputs (section "Greedy layer-wise pretraining, run"):
+`train_deep_linear` (E = 1/2 E||y - P x||^2), the chains `gd_chains`, `train_greedy_pretraining`, `decoupled_form`.
+Simulators run in float64 on `device` (default `learndyn.get_device()`) and return a `learndyn.core.History` whose
+metrics have the recorded steps as leading axis: "modes" (K, [B,] r), "loss" (K, [B]), ... . A run that leaves the
+finite numbers raises `DivergenceError` naming the step, or, with on_divergence="flag", records in
+`final["diverged_at"]` the first non-finite step of each run (-1: none).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ class TaskLike(Protocol):
     U: np.ndarray
     V: np.ndarray
 
-__all__ = ["decoupled_init", "small_random_init", "train_two_layer", "train_chain", "train_shallow", "flow_two_layer"]
+__all__ = ["decoupled_init", "small_random_init", "train_two_layer", "train_chain", "train_shallow", "flow_two_layer",
+           "train_deep_linear", "gd_chains", "train_greedy_pretraining", "decoupled_form", "crossing_step"]
 
 Tensor = torch.Tensor
 OnDivergence = Literal["raise", "flag"]
@@ -274,6 +277,192 @@ def flow_two_layer(Sigma: ArrayLike, W1: ArrayLike, W2: ArrayLike, t_eval: Array
         "W2": B,
     }
     return History(t, metrics, {"W1": A[-1], "W2": B[-1]})
+
+
+def train_deep_linear(Sigma: ArrayLike | Tensor, Sigma_xx: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor],
+                      eta: float, steps: int, record_every: int = 1, U: ArrayLike | None = None,
+                      V: ArrayLike | None = None, device: str | torch.device | None = None) -> History:
+    """GD on a depth-D linear network with correlated inputs (Ch 2, eq. `eq-saxe-xx-loss`); batched, float64.
+
+        E = 1/2 E||y - P x||^2,  P = W_D ... W_1,   grad_P E = -(Sigma - P Sigma_xx),
+        grad_{W_j} E = -(W_D .. W_{j+1})^T (Sigma - P Sigma_xx) (W_{j-1} .. W_1)^T.
+
+    Sigma = E[y x^T] (N_out, N_in); Sigma_xx = E[x x^T] symmetric positive definite; Ws = [W_1, ..., W_D] of shapes
+    ([B,] N_{j+1}, N_j). Records "loss" = E - E_min = 1/2 tr((P - P_*) Sigma_xx (P - P_*)^T), P_* = Sigma Sigma_xx^-1
+    (K, [B]); "modes" = diag(U^T P V) (K, [B,] r) and "offdiag", the largest |off-diagonal entry| of U^T P V (K, [B]),
+    in the bases U, V (default: the SVD of Sigma). final: "Ws". Sigma_xx = I is `train_chain`; an autoencoder on
+    inputs of correlation C is Sigma = Sigma_xx = C. Raises DivergenceError naming the step of a non-finite P.
+    """
+    dev = get_device(device)
+    Sig, Sxx = _tensor("Sigma", Sigma, dev), _tensor("Sigma_xx", Sigma_xx, dev)
+    if Sig.ndim != 2 or Sxx.shape != (Sig.shape[1], Sig.shape[1]):
+        raise ValueError(f"Sigma_xx must be (N_in, N_in) with N_in = {Sig.shape[-1]} (the columns of Sigma "
+                         f"{tuple(Sig.shape)}); got {tuple(Sxx.shape)}")
+    if not torch.allclose(Sxx, Sxx.T, rtol=0.0, atol=1e-12 * float(Sxx.abs().max())) \
+            or float(torch.linalg.eigvalsh(Sxx).min()) <= 0:
+        raise ValueError("Sigma_xx must be symmetric positive definite (an input correlation of full rank)")
+    if isinstance(Ws, str | np.ndarray | Tensor) or not isinstance(Ws, Sequence) or len(Ws) < 1:
+        raise TypeError(f"Ws must be a non-empty list of weight matrices [W_1, ..., W_D]; got {type(Ws).__name__}")
+    Ws = [_tensor(f"Ws[{j}]", W, dev) for j, W in enumerate(Ws)]
+    for j in range(1, len(Ws)):
+        if Ws[j].shape[-1] != Ws[j - 1].shape[-2] or Ws[j].shape[:-2] != Ws[0].shape[:-2]:
+            raise ValueError(f"Ws[{j}] {tuple(Ws[j].shape)} does not chain with Ws[{j - 1}] {tuple(Ws[j - 1].shape)}")
+    if (Ws[-1].shape[-2], Ws[0].shape[-1]) != tuple(Sig.shape):
+        raise ValueError(f"Sigma {tuple(Sig.shape)} must have shape (rows of Ws[-1], columns of Ws[0])")
+    eta = as_positive("eta", eta)
+    steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
+    Ut, Vt = _basis(Sig, U, V, dev)
+    Pstar = torch.linalg.solve(Sxx, Sig.T).T                   # Sigma Sigma_xx^-1 (Sigma_xx symmetric)
+    steps_rec, rec = [], {"loss": [], "modes": [], "offdiag": []}
+    with few_threads_if_small(dev, _numel(*Ws)):
+        for k in range(steps + 1):
+            pre = [Ws[0]]                                      # pre[j] = W_{j+1} .. W_1
+            for W in Ws[1:]:
+                pre.append(W @ pre[-1])
+            if k % record_every == 0 or k == steps:
+                if not bool(torch.isfinite(pre[-1]).all()):
+                    raise DivergenceError(f"train_deep_linear diverged by step {k} (eta={eta:g})")
+                Dl, M = pre[-1] - Pstar, Ut.T @ pre[-1] @ Vt
+                r = min(M.shape[-2:])
+                steps_rec.append(k)
+                rec["loss"].append(0.5 * ((Dl @ Sxx) * Dl).sum((-2, -1)))
+                rec["modes"].append(torch.diagonal(M, dim1=-2, dim2=-1)[..., :r])
+                eye = torch.zeros(M.shape[-2:], dtype=torch.bool, device=dev)
+                eye[torch.arange(r), torch.arange(r)] = True
+                rec["offdiag"].append(M.masked_fill(eye, 0.0).abs().flatten(-2).amax(-1))
+            if k == steps:
+                break
+            back, grads = Sig - pre[-1] @ Sxx, [None] * len(Ws)  # back = (W_D .. W_{j+1})^T (Sigma - P Sigma_xx)
+            for j in range(len(Ws) - 1, -1, -1):
+                grads[j] = back if j == 0 else back @ pre[j - 1].transpose(-1, -2)
+                back = Ws[j].transpose(-1, -2) @ back
+            Ws = [W + eta * g for W, g in zip(Ws, grads, strict=True)]
+    return History.from_records(steps_rec, rec, {"Ws": [_np(W) for W in Ws]})
+
+
+def gd_chains(s: ArrayLike, lam: ArrayLike, a0: ArrayLike, eta: float, steps: int, record_every: int = 1) -> History:
+    """GD on independent scalar chains, one per mode: the decoupled network with correlated inputs (Ch 2,
+    eq. `eq-saxe-xx-chain`),
+
+        a_{j,alpha} <- a_{j,alpha} + eta prod_{i != j} a_{i,alpha} (s_alpha - lam_alpha mu_alpha),
+        mu_alpha = prod_j a_{j,alpha},
+
+    GD on E_alpha = 1/2 lam_alpha (s_alpha / lam_alpha - mu_alpha)^2: the target is s_alpha / lam_alpha and the rate
+    carries the factor lam_alpha (lam = 1: the whitened chains of `eq-saxe-deep-decoupled`). a0 (..., D, N): the
+    amplitudes of layers j = 1..D for each mode (zeros allowed: the product over i != j divides by nothing); s, lam
+    (N,) or scalars, positive. numpy float64. Records "modes" mu (K, ..., N) and "loss" sum_alpha 1/2 lam_alpha
+    (mu_alpha - s_alpha / lam_alpha)^2 (K, ...); final: "a".
+    """
+    a = as_real_array("a0", a0, nonempty=True)
+    s, lam = as_real_array("s", s, nonempty=True).ravel(), as_real_array("lam", lam, nonempty=True).ravel()
+    if a.ndim < 2 or s.size not in (1, a.shape[-1]) or lam.size not in (1, a.shape[-1]):
+        raise ValueError(f"a0 must have shape (..., D, N) and s, lam 1 or N values each; got a0 {a.shape}, s "
+                         f"{s.size}, lam {lam.size}")
+    if np.any(s <= 0) or np.any(lam <= 0):
+        raise ValueError(f"s and lam must be positive; got s={s}, lam={lam}")
+    eta = as_positive("eta", eta)
+    steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
+    ones, steps_rec, rec = np.ones_like(a[..., :1, :]), [], {"modes": [], "loss": []}
+    for k in range(steps + 1):
+        with np.errstate(over="ignore", invalid="ignore"):
+            mu = a.prod(-2)
+            loss = 0.5 * (lam * (mu - s / lam) ** 2).sum(-1)
+        if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(loss))):
+            raise DivergenceError(f"gd_chains diverged by step {k} (eta={eta:g})")
+        if k % record_every == 0 or k == steps:
+            steps_rec.append(k)
+            rec["modes"].append(mu)
+            rec["loss"].append(loss)
+        if k == steps:
+            break
+        left = np.cumprod(np.concatenate([ones, a[..., :-1, :]], -2), -2)                 # prod_{i < j} a_i
+        right = np.cumprod(np.concatenate([ones, a[..., :0:-1, :]], -2), -2)[..., ::-1, :]  # prod_{i > j} a_i
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = a + eta * left * right * (s - lam * mu)[..., None, :]
+    return History.from_records(steps_rec, rec, {"a": a})
+
+
+def train_greedy_pretraining(Sigma_xx: ArrayLike, layers: int, eta: float, steps: int, scale: float,
+                             seed: int = 0, record_every: int = 1,
+                             device: str | torch.device | None = None) -> History:
+    """Greedy layer-wise pretraining of `layers` square layers by linear autoencoders (Ch 2, eq. `eq-saxe-ae-modes`).
+
+    Layer j is the encoder W_j of the autoencoder h -> Wt_j W_j h on h = W_{j-1} .. W_1 x, of correlation
+    C_j = W_{j-1} C_{j-1} W_{j-1}^T (C_1 = Sigma_xx): `train_deep_linear` with Sigma = Sigma_xx = C_j, `steps` GD steps
+    of size `eta` from W_j, Wt_j with independent N(0, scale^2 / N) entries. In the eigenbasis of C_j every mode has
+    the target 1 and the rate factor lam_alpha. Records "loss" (K, layers), each autoencoder's E - E_min. final:
+    "Ws" (encoders), "decoders", "imbalance" and "imbalance0" (W_j W_j^T - Wt_j^T Wt_j at the end and at the start;
+    the flow conserves it), "correlations" (the C_j). A converged autoencoder (Wt_j W_j = I) has W_j W_j^T = G with
+    G - G^-1 = imbalance: W_j is orthogonal up to a quarter of its imbalance (eq. `eq-saxe-ae-departure`).
+    """
+    C = as_real_array("Sigma_xx", Sigma_xx, ndim=2, nonempty=True)
+    if C.shape[0] != C.shape[1]:
+        raise ValueError(f"Sigma_xx must be square (N, N); got {C.shape}")
+    layers = as_int("layers", layers, minimum=1)
+    eta, scale = as_positive("eta", eta), as_positive("scale", scale)
+    steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
+    N, gen = C.shape[0], np.random.default_rng(as_seed("seed", seed))
+    out: dict[str, list[np.ndarray]] = {k: [] for k in ("Ws", "decoders", "imbalance", "imbalance0", "correlations")}
+    losses = []
+    for _ in range(layers):
+        W0, Wt0 = (scale / math.sqrt(N) * gen.standard_normal((N, N)) for _ in range(2))
+        run = train_deep_linear(C, C, [W0, Wt0], eta, steps, record_every=record_every, U=np.eye(N), V=np.eye(N),
+                                device=device)
+        W, Wt = run.final["Ws"]
+        for key, val in zip(out, (W, Wt, W @ W.T - Wt.T @ Wt, W0 @ W0.T - Wt0.T @ Wt0, C), strict=True):
+            out[key].append(val)
+        losses.append(run["loss"])
+        C = W @ C @ W.T
+        C = 0.5 * (C + C.T)
+    return History.from_records(run.steps, {"loss": np.stack(losses, -1)}, out)
+
+
+def decoupled_form(Ws: Sequence[ArrayLike], V: ArrayLike, U: ArrayLike | None = None
+                   ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Read square layers in the decoupled form W_j = R_{j+1} A_j R_j^T (Ch 2, eq. `eq-saxe-deep-decoupled`), R_1 = V.
+
+    R_{j+1} is the orthogonal polar factor of W_j R_j (W_j R_j = R_{j+1} H_j, H_j symmetric positive semi-definite;
+    H_j = A_j for an exactly decoupled layer with A_j >= 0). Returns R = [R_1, ..., R_{D+1}], the amplitudes
+    A (D, N) = diag H_j and the departure delta (D,) = ||H_j - diag H_j||_F / ||diag H_j||_F (0 when H_j = 0). With U
+    given, the last layer uses R_{D+1} = U (the output basis the task fixes): a zero top layer is decoupled for any U.
+    """
+    if isinstance(Ws, str | np.ndarray) or not isinstance(Ws, Sequence) or len(Ws) < 1:
+        raise TypeError(f"Ws must be a non-empty list of square weight matrices; got {type(Ws).__name__}")
+    bases = [as_real_array("V", V, ndim=2, nonempty=True)] + ([] if U is None else [as_real_array("U", U, ndim=2)])
+    N = bases[0].shape[0]
+    for name, B in zip(("V", "U"), bases, strict=False):
+        if B.shape != (N, N) or not np.allclose(B.T @ B, np.eye(N), atol=1e-8):
+            raise ValueError(f"{name} must be an orthogonal ({N}, {N}) matrix; got shape {B.shape}")
+    Rs, A, delta = [bases[0]], [], []
+    for j, W in enumerate(Ws):
+        M = as_real_array(f"Ws[{j}]", W, shape=(N, N)) @ Rs[-1]
+        u, _, vt = np.linalg.svd(M)
+        Rs.append(bases[1] if U is not None and j == len(Ws) - 1 else u @ vt)   # the polar factor of W_j R_j
+        H = Rs[-1].T @ M
+        A.append(np.diag(H).copy())
+        off = np.linalg.norm(H - np.diag(A[-1]))
+        delta.append(off / np.linalg.norm(A[-1]) if off > 0 else 0.0)
+    return Rs, np.array(A), np.array(delta)
+
+
+def crossing_step(steps: ArrayLike, loss: ArrayLike, frac: float = 1e-3) -> np.ndarray:
+    """First step at which loss <= frac * loss[0], interpolated linearly in ln(loss) between recorded steps.
+
+    steps (K,), loss (K, ...) positive, as recorded by the simulators; returns (...) (NaN where it never gets there).
+    Exact for a geometric decay, where ln(loss) is linear in the step.
+    """
+    k, y = as_real_array("steps", steps, ndim=1, nonempty=True), as_real_array("loss", loss, nonempty=True)
+    frac = as_positive("frac", frac)
+    if y.ndim < 1 or y.shape[0] != k.size or frac >= 1 or np.any(y <= 0):
+        raise ValueError(f"loss must be positive, of shape (K, ...) with K = len(steps) = {k.size}, and frac in (0, 1);"
+                         f" got loss {y.shape}, frac={frac!r}")
+    y = np.log(y) - np.log(frac * y[0])                        # crosses zero downwards
+    first = np.argmax(y <= 0, axis=0)
+    found = np.take_along_axis(y <= 0, first[None], 0)[0] & (first > 0)
+    i = np.maximum(first, 1)
+    y1, y0 = np.take_along_axis(y, i[None], 0)[0], np.take_along_axis(y, (i - 1)[None], 0)[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(found, k[i - 1] + (k[i] - k[i - 1]) * y0 / (y0 - y1), np.nan)
 
 
 # ---------------------------------------------------------------------------------------------------------------
