@@ -57,6 +57,15 @@ def test_no_import_circles():
     assert not circles, "import circles: " + "; ".join(sorted(set(circles)))
 
 
+MAX_MODULE_LINES = 620   # "modules of one sitting": about 600 lines (CONTRIBUTING.md)
+
+
+def test_every_module_is_one_sitting():
+    sizes = {p.name: len(p.read_text().splitlines()) for p in sorted((LIB / "learndyn").glob("*.py"))}
+    long = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split as ssl/ssl_sim are): {long}"
+
+
 def test_the_readme_quick_start_runs_and_prints_what_it_says(capsys):
     """The library section's five lines (README) run as written and print the number their comment gives."""
     import re

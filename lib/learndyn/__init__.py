@@ -9,7 +9,8 @@ One module per subject, each naming the chapter and equations it implements:
 - `widgets`     interactive explorations (ipywidgets, imported lazily)
 - `quadratic`   GD against gradient flow on a quadratic (Preface)
 - `linreg`      OLS, its risk, GD on least squares (Ch 1)
-- `deep_linear` deep linear networks, exact mode dynamics (Ch 1-2); re-exports `deep_linear_sim`, its simulators
+- `deep_linear` deep linear networks, exact mode dynamics (Ch 1-2); re-exports `deep_linear_sim`, its simulators,
+                and `tasks`, its teacher tasks (chosen singular values, hierarchical data)
 - `ssl`         self-supervised learning dynamics, closed forms (Ch 3); re-exports `ssl_sim`, its simulators
 - `barlow`      Barlow Twins, VICReg, linear SimCLR, closed forms (Ch 4); re-exports `barlow_sim`, its simulators
 - `implicit_bias`  implicit bias of GD on separable data (Ch 5); re-exports `svm`, the max-margin SVM
@@ -22,8 +23,8 @@ One module per subject, each naming the chapter and equations it implements:
 - `colab`       the Colab editions of the chapters: MyST written as plain Markdown (`python -m learndyn.colab`)
 
 A subject whose code outgrew one sitting is two modules: the closed forms, and the simulators they are checked
-against (`*_sim`, or `hessian` for the estimators); the first re-exports the second, which imports nothing from it,
-so a chapter calls one name (`ld.ssl.simulate_noncontrastive`) and no two modules import each other.
+against (`*_sim`; `hessian`, the estimators; `tasks`, Ch 2's data); the first re-exports the second, which imports
+nothing from it, so a chapter calls one name (`ld.ssl.simulate_noncontrastive`) and no two modules import each other.
 Subject modules are imported on first use (`ld.deep_linear`), so `import learndyn` stays light.
 """
 
@@ -36,9 +37,9 @@ from . import checks, core
 from .core import History, get_device, seed
 
 __version__ = "0.1.0"
-_SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "deep_linear_sim", "ssl", "ssl_sim",
-               "barlow", "barlow_sim", "implicit_bias", "svm", "hessian", "sharpness", "large_stepsize", "diagonal",
-               "exercises", "teach")
+_SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "deep_linear_sim", "tasks", "ssl",
+               "ssl_sim", "barlow", "barlow_sim", "implicit_bias", "svm", "hessian", "sharpness", "large_stepsize",
+               "diagonal", "exercises", "teach")
 __all__ = ["History", "checks", "core", "get_device", "seed", "setup", *_SUBMODULES]
 
 

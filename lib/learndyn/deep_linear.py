@@ -1,5 +1,6 @@
 """Deep linear networks: the loss, its symmetry and exact mode dynamics (Ch 1-2), with the simulators they are
-checked against (the torch simulators live in `deep_linear_sim` and are re-exported here).
+checked against (the torch simulators live in `deep_linear_sim`, the teacher tasks in `tasks`; both are
+re-exported here).
 
 Two-layer model (Ch 1, eq. `eq-linreg-deep-loss`; Ch 2 for whitened inputs): E(W1, W2) = 1/2 ||Sigma - W2 W1||_F^2
 with W1 of shape (N2, N1), W2 of shape (N3, N2), Sigma = U S V^T of shape (N3, N1). Batched arguments carry leading
@@ -13,7 +14,6 @@ Chapter 2 convention: tau dW/dt = -grad E with tau = 1/eta, so flow time t count
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -25,16 +25,17 @@ from .core import (
     as_bool,
     as_callable,
     as_int,
-    as_nonnegative,
     as_positive,
     as_real_array,
     as_real_tensor,
     as_seed,
     as_steps,
     broadcast,
-    check_alloc,
     no_overflow,
 )
+
+# The tasks (Task, svd_task, hierarchical_task, tree_spectrum) live in `tasks`; re-exported here
+from .tasks import Task, hierarchical_task, svd_task, tree_spectrum  # re-export
 
 __all__ = [
     "two_layer_loss",
@@ -163,61 +164,6 @@ def scalar_gd(s: float | np.ndarray, a0: float | np.ndarray, b0: float | np.ndar
     """Mode strengths u_k = a_k b_k of scalar GD (see `scalar_gd_path`); shape (steps + 1, *broadcast shape)."""
     A, B = scalar_gd_path(s, a0, b0, eta, steps)
     return A * B
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Chapter 2: tasks
-@dataclass
-class Task:
-    """A whitened-input regression task through its input-output correlation Sigma = U S V^T (Ch 2, `eq-saxe-svd`).
-
-    Sigma (N3, N1); U (N3, N3) and V (N1, N1) orthogonal; S (N3, N1) rectangular-diagonal; svals (r,) the
-    singular values s_1 >= ... >= s_r, r = min(N1, N3). All numpy float64.
-    """
-
-    Sigma: np.ndarray
-    U: np.ndarray
-    S: np.ndarray
-    V: np.ndarray
-    svals: np.ndarray
-
-
-def svd_task(N1: int, N3: int, svals: np.ndarray | list[float], seed: int = 0) -> Task:
-    """Sigma = U S V^T with the given singular values and Haar-random orthogonal U (N3, N3), V (N1, N1)."""
-    N1, N3 = as_int("N1", N1, minimum=1), as_int("N3", N3, minimum=1)
-    s = _real("svals", svals).ravel()
-    if s.size == 0 or s.size > min(N1, N3) or np.any(s < 0):
-        raise ValueError(f"svals must hold 1..min(N1, N3) = {min(N1, N3)} non-negative values; got {s}")
-    s = np.concatenate([np.sort(s)[::-1], np.zeros(min(N1, N3) - s.size)])
-    rng = np.random.default_rng(as_seed("seed", seed))
-    U, V = _haar_orthogonal(N3, rng), _haar_orthogonal(N1, rng)
-    S = np.zeros((N3, N1))
-    S[np.arange(s.size), np.arange(s.size)] = s
-    return Task(U @ S @ V.T, U, S, V, s)
-
-
-def hierarchical_task(levels: int = 5, n_features: int = 1000, flip: float = 0.1, seed: int = 0) -> Task:
-    """Saxe et al.'s hierarchically structured data (Ch 2, section 'Saxe's hierarchical data'): 2**levels items,
-    X = I, features from a tree.
-
-    Each feature takes a random sign at the root of a binary tree and copies it down, each child flipping it
-    with probability `flip`; the leaves are the items. With X = I the task is Sigma = Y (n_features, 2**levels),
-    whose singular values come in groups of sizes 1, 1, 2, 4, ... (one per level of the tree).
-    """
-    levels, n_features = as_int("levels", levels, minimum=1), as_int("n_features", n_features, minimum=1)
-    flip = _flip(flip)
-    rng = np.random.default_rng(as_seed("seed", seed))
-    items = 2.0**levels                                # the SVD's U (F, F) and V (2^L, 2^L) dominate the memory
-    check_alloc(f"hierarchical_task(levels={levels}, n_features={n_features})",
-                n_features**2 + items**2 + 2 * n_features * items)
-    Y = rng.choice([-1.0, 1.0], size=(n_features, 1))
-    for _ in range(levels):
-        Y = np.repeat(Y, 2, axis=1)
-        Y = Y * np.where(rng.random(Y.shape) < flip, -1.0, 1.0)
-    U, s, Vt = np.linalg.svd(Y, full_matrices=True)
-    S = np.zeros_like(Y)
-    S[np.arange(s.size), np.arange(s.size)] = s
-    return Task(Y, U, S, Vt.T, s)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -455,23 +401,6 @@ def deep_half_time_small_u0(u0: ArrayLike, s: ArrayLike, D: int, tau: float = 1.
     return tau * u0 ** (-(D - 2) / D) / ((D - 2) * s) + C - tau * u0**p / (2.0 * s**2)
 
 
-def tree_spectrum(levels: int = 5, n_features: int = 1000, flip: float = 0.1) -> np.ndarray:
-    """Expected singular values of `hierarchical_task` data, sqrt(F lambda), descending (Ch 2, eq. `eq-saxe-tree`).
-
-    The item covariance E[y_i y_j] = rho^h(i, j), rho = (1 - 2 flip)^2, h(i, j) = levels from the leaves to the common
-    ancestor, is diagonalised by the Haar vectors of the tree: the constant vector, lambda = S(L), and for each node
-    h levels above the leaves (2^(L-h) of them) lambda_h = S(h - 1) - 2^(h-1) rho^h, with
-    S(m) = 1 + sum_{l=1}^m 2^(l-1) rho^l. The singular values of Sigma = Y are then sqrt(F lambda) to O(sqrt(F)).
-    """
-    L, F = as_int("levels", levels, minimum=1), as_int("n_features", n_features, minimum=1)
-    flip = _flip(flip)
-    check_alloc(f"tree_spectrum(levels={L})", 2.0**L)
-    rho = (1.0 - 2.0 * flip) ** 2
-    S = lambda m: 1.0 + sum(2.0 ** (j - 1) * rho**j for j in range(1, m + 1))  # noqa: E731
-    lam = [S(L)] + [S(h - 1) - 2.0 ** (h - 1) * rho**h for h in range(L, 0, -1) for _ in range(2 ** (L - h))]
-    return np.sqrt(F * np.array(lam))
-
-
 def mode_strengths(W1: ArrayLike, W2: ArrayLike, U: ArrayLike, V: ArrayLike) -> np.ndarray:
     """Mode strengths u_alpha = (U^T W2 W1 V)_{alpha alpha}, alpha <= min(N1, N3), eq. `eq-saxe-modes`; batched."""
     W1, W2, U, V = (as_real_array(n, x) for n, x in (("W1", W1), ("W2", W2), ("U", U), ("V", V)))
@@ -633,13 +562,6 @@ def _positive(name: str, x: ArrayLike) -> np.ndarray:
     return arr
 
 
-def _flip(flip: float) -> float:
-    flip = as_nonnegative("flip", flip)
-    if flip >= 0.5:
-        raise ValueError(f"flip must be a probability in [0, 0.5); got {flip!r}")
-    return flip
-
-
 def _batch_shape(names: str, *arrays: np.ndarray | torch.Tensor) -> tuple[int, ...]:
     """The broadcast batch shape (all axes but the last two) of matrices, or a ValueError naming them."""
     try:
@@ -674,11 +596,6 @@ def _check_chain(W1: np.ndarray, W2: np.ndarray, U: np.ndarray, V: np.ndarray) -
         raise ValueError(f"U must have N3 = {W2.shape[-2]} rows (those of W2) and V N1 = {W1.shape[-1]} rows (the "
                          f"columns of W1); got U {U.shape}, V {V.shape}")
     _batch_shape("W1, W2, U and V", W1, W2, U, V)
-
-
-def _haar_orthogonal(n: int, rng: np.random.Generator) -> np.ndarray:
-    q, r = np.linalg.qr(rng.standard_normal((n, n)))
-    return q * np.sign(np.diag(r))
 
 
 from .deep_linear_sim import (  # noqa: E402  (re-export; the simulators need nothing from this module at import)
