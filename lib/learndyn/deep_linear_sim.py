@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 import torch
@@ -35,16 +35,7 @@ from .core import (
     make_generator,
     no_overflow,
 )
-
-
-class TaskLike(Protocol):
-    """What the simulators read from a task (`deep_linear.Task` has it): this module imports nothing from
-    `deep_linear`, which re-exports the simulators, so the two modules are not a circle."""
-
-    svals: np.ndarray
-    Sigma: np.ndarray
-    U: np.ndarray
-    V: np.ndarray
+from .tasks import Task
 
 __all__ = ["decoupled_init", "small_random_init", "train_two_layer", "train_chain", "train_shallow", "flow_two_layer",
            "train_deep_linear", "gd_chains", "train_greedy_pretraining", "decoupled_form", "crossing_step"]
@@ -54,7 +45,7 @@ OnDivergence = Literal["raise", "flag"]
 TRACKS = ("modes", "loss", "balance_drift", "offdiag", "drift_bound")
 
 
-def decoupled_init(task: TaskLike, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLike | None = None,
+def decoupled_init(task: Task, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLike | None = None,
                    batch: int | None = None, seed: int = 0,
                    device: str | torch.device | None = None) -> tuple[Tensor, Tensor]:
     """Decoupled initial conditions, eq. `eq-saxe-decoupled-init`: W1 = R D1 V^T, W2 = U D2 R^T.
