@@ -2,7 +2,8 @@
 
 The digits setup of Chapter 6 (first 1000 digits, 64-100-100-100-10 tanh, MSE, float32, seed 0), full-batch GD
 for 1500 steps with each step size below, sharpness every 25 steps by the training loop's default estimator
-(a warm block of the top two Ritz vectors, relative residual of the top pair <= 1e-3). About 3-4 minutes on 2
+(a warm block of the top two Ritz vectors, relative residual of the top pair <= 1e-3, and a cold-start solve
+every tenth estimate that replaces it when larger). About 3-4 minutes on 2
 CPU cores; the file is ~100 kB. Run from the repository root:
 
     .venv/bin/python bench/eos_traces.py [--out lib/learndyn/data/eos_traces.npz] [--steps 1500] [--seed 0]
@@ -37,11 +38,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the draw of the network's initialisation (default 0)")
     parser.add_argument("--validate", action="store_true", help="cold-start solves at every estimate step")
     parser.add_argument("--eta", type=float, nargs="+", default=list(ETA_VALUES))
+    parser.add_argument("--cold-every", type=int, default=10,
+                        help="the training loop's cold-start guard, every how many estimates (0: off)")
     args = parser.parse_args()
     device = ld.setup("eos_traces", threads=args.threads)
     start = time.perf_counter()
-    traces = validate(args.eta, args.steps, args.seed, device) if args.validate else ld.sharpness.eos_sweep(
-        args.eta, args.steps, seed=args.seed, device=device)
+    if args.cold_every < 0:
+        parser.error(f"--cold-every must be >= 0; got {args.cold_every}")
+    cold_every = args.cold_every or None
+    traces = validate(args.eta, args.steps, args.seed, device, cold_every) if args.validate else (
+        ld.sharpness.eos_sweep(args.eta, args.steps, seed=args.seed, device=device, cold_every=cold_every))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, **{k: v.astype(np.float32) if k in ("loss", "sharpness") else v
                                      for k, v in traces.items()})
@@ -52,7 +58,8 @@ def main() -> None:
     print(f"wrote {args.out} in {time.perf_counter() - start:.0f} s")
 
 
-def validate(eta_values: list[float], steps: int, seed: int, device: object) -> dict[str, np.ndarray]:
+def validate(eta_values: list[float], steps: int, seed: int, device: object,
+             cold_every: int | None) -> dict[str, np.ndarray]:
     """The traces of `eos_sweep`, and each estimate against a cold-start solve at its step (printed, stored)."""
     import torch
 
@@ -61,7 +68,8 @@ def validate(eta_values: list[float], steps: int, seed: int, device: object) -> 
     loss_fn, like = sh.model_loss(sh.make_mlp(seed=seed).to(device), X, Y)
     runs, errs = [], []
     for eta in eta_values:
-        h = sh.train_gd_sharpness(sh.make_mlp(seed=seed), X, Y, eta, steps, device=device, record_eig_params=True)
+        h = sh.train_gd_sharpness(sh.make_mlp(seed=seed), X, Y, eta, steps, device=device, record_eig_params=True,
+                                  cold_every=cold_every)
         ref = np.array([sh.top_eigs(loss_fn, ld.hessian._unflatten(torch.as_tensor(w, device=device), like), k=2,
                                     method="krylov", iters=300, tol=1e-5, seed=1000 + int(k)).values
                         for k, w in zip(h.final["eig_steps"], h.final["eig_params"], strict=True)])
@@ -70,7 +78,9 @@ def validate(eta_values: list[float], steps: int, seed: int, device: object) -> 
         i = int(np.argmax(np.abs(err)))
         print(f"seed {seed} eta={eta}: {len(err)} estimates, worst |error| {abs(err[i]):.2e} at step "
               f"{h.final['eig_steps'][i]} (lambda_2/lambda_1 there {ref[i, 1] / ref[i, 0]:.4f}); "
-              f"mean products {h.final['eig_hvps'][1:].mean():.1f}", flush=True)
+              f"mean products {h.final['eig_hvps'][1:].mean():.1f}; the loop's cold guard "
+              f"({int(h.final['eig_cold'].sum())} solves) raised {int(h.final['eig_caught'].sum())} estimates",
+              flush=True)
         runs.append(h)
     return {"eta": np.asarray(eta_values), "loss": np.stack([h["loss"] for h in runs]),
             "eig_steps": runs[0].final["eig_steps"], "sharpness": np.stack([h.final["sharpness"] for h in runs]),

@@ -459,3 +459,60 @@ def test_training_loop_records_parameters_at_its_estimates(data64):
     np.testing.assert_array_equal(hist.final["eig_params"], hist.final["params_path"])
     with pytest.raises(ValueError, match="eig_k"):
         sh.train_gd_sharpness(sh.make_mlp(width=4, depth=1), X.float(), Y.float(), eta=0.1, steps=2, eig_k=0)
+
+
+def test_every_estimate_of_a_float64_run_matches_the_dense_spectrum(data64):
+    """Every recorded estimate of a float64 run past the threshold (eta = 0.8 on the 310-parameter net: S eta / 2
+    rises from 0.8 to about 1.2, with lambda_2 / lambda_1 up to 0.95) is lambda_max of the dense Hessian at the
+    recorded parameters, to 1e-3."""
+    X, Y = data64
+    model = sh.make_mlp(width=4, depth=1, dtype=torch.float64, seed=1)
+    hist = sh.train_gd_sharpness(model, X, Y, eta=0.8, steps=300, eig_every=10, device="cpu",
+                                 record_eig_params=True, cold_every=3)
+    f, like = sh.model_loss(model, X, Y)
+    exact = np.array([np.linalg.eigvalsh(sh.exact_hessian(f, hs._unflatten(torch.as_tensor(w), like)))[-1]
+                      for w in hist.final["eig_params"]])
+    assert len(exact) == 31
+    np.testing.assert_allclose(hist.final["sharpness"], exact, rtol=1e-3)
+    assert np.all(hist.final["sharpness"] <= exact * (1 + 1e-9))  # a Ritz value never exceeds lambda_max
+    assert hist.final["eig_cold"].sum() == 10 and np.all(hist.final["eig_cold"][3::3])
+
+
+class _Crossing(torch.nn.Module):
+    """A loss built so that a warm block locks: L(u, z) = 1/2 sum_i h_i(u) z_i^2 + (C - u), h = (3, 2, 1/2 + u),
+    z = 0. GD keeps z = 0 and moves u by eta per step; the Hessian is diag(0, h) with exact coordinate
+    eigenvectors, so the warm block (e_1, e_2) spans an invariant subspace and its Krylov space never sees e_3,
+    whose eigenvalue 1/2 + u overtakes 3 at u = 2.5."""
+
+    def __init__(self):
+        super().__init__()
+        self.u = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+        self.z = torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))
+
+    def forward(self, X):
+        h = torch.cat([torch.tensor([3.0, 2.0], dtype=X.dtype), 0.5 + self.u])
+        r = torch.cat([torch.sqrt(h) * self.z, torch.sqrt(2 * (100.0 - self.u))])
+        return r.expand(X.shape[0], 4)
+
+
+def test_cold_guard_catches_an_eigenvalue_rising_from_below_the_warm_block():
+    X, Y = torch.zeros(1, 1, dtype=torch.float64), torch.zeros(1, 4, dtype=torch.float64)
+    kw = dict(eta=0.1, steps=60, eig_every=5, device="cpu", first_iters=4, eig_iters=4)
+    exact = np.maximum(3.0, 0.5 + 0.1 * np.arange(0, 61, 5))
+    warm = sh.train_gd_sharpness(_Crossing(), X, Y, cold_every=None, **kw)
+    np.testing.assert_allclose(warm.final["sharpness"], 3.0, rtol=1e-12)  # locked on the warm pair's top
+    assert warm.final["sharpness"][-1] < 0.5 * exact[-1] and np.all(warm.final["eig_residual"] < 1e-12)
+    guarded = sh.train_gd_sharpness(_Crossing(), X, Y, cold_every=2, **kw)
+    caught = guarded.final["eig_caught"]
+    assert np.all(guarded.final["eig_cold"][2::2]) and not guarded.final["eig_cold"][1::2].any()
+    # the miss lasts fewer than cold_every estimates: from the first cold solve after the crossing on, exact
+    S = guarded.final["sharpness"]
+    first = int(np.flatnonzero(S > 3.0 + 1e-6)[0])
+    assert caught[first] and guarded.final["eig_steps"][first] == 30  # the first cold solve after u = 2.5
+    np.testing.assert_allclose(S, exact, rtol=1e-9)  # before the crossing 3 is the top; after it, caught
+    assert not caught[first + 1] and not guarded.final["eig_cold"][first + 1]  # the re-seeded block follows e_3
+    for bad in (0, -1, 2.5, "3"):
+        with pytest.raises((ValueError, TypeError), match="cold_every"):
+            sh.train_gd_sharpness(_Crossing(), X, Y, cold_every=bad, **kw)
+    with pytest.raises(ValueError, match="cold_iters"):
+        sh.train_gd_sharpness(_Crossing(), X, Y, cold_iters=1, **{**kw, "steps": 1})
