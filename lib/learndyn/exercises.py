@@ -259,7 +259,8 @@ def check_eos_plateau(slope: Any) -> None:
 
 def check_wu_rates(slopes: Any) -> None:
     """Checker of `ex-wu-rates`: slopes[i] = fitted log-log slope of L(w_T) over T in (250, 500, 1000, 2000) with
-    eta = WU_FRACTIONS[i] * T on `narrow_margin_2d(seed=1)` (V7.5). Compared with the library's own sweep to 0.05,
+    eta = WU_FRACTIONS[i] * T on `narrow_margin_2d(seed=1)`, i.e. how fast the final logistic loss falls with
+    the budget T when the step size grows in proportion to T. Compared with the library's own sweep to 0.05,
     or 5% for slopes steeper than -3 (there the fit is dominated by a collapsing last point)."""
     got = _array("slopes", slopes, (len(WU_FRACTIONS),), "one slope per eta = T/20, T/10, T/5, T/2")
     if np.all(got > 0):
