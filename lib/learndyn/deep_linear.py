@@ -106,7 +106,7 @@ def two_layer_grads(Sigma: np.ndarray, W1: np.ndarray, W2: np.ndarray) -> tuple[
 
 
 def balance(W1: np.ndarray, W2: np.ndarray) -> np.ndarray:
-    """C = W1 W1^T - W2^T W2, the (N2, N2) quantity conserved by gradient flow (Ch 1; Ch 2,
+    """B = W1 W1^T - W2^T W2, the (N2, N2) quantity conserved by gradient flow (Ch 1; Ch 2,
     `thm-saxe-conservation`); batched."""
     W1, W2 = _real("W1", W1), _real("W2", W2)
     if W1.ndim < 2 or W2.ndim < 2 or W1.shape[-2] != W2.shape[-1]:
