@@ -384,3 +384,31 @@ def test_nonlinear_gain_vanishes_for_aligned_and_scales_with_chi():
     th = barlow.nonlinear_gain(W0, G, 3)
     assert th.shape == (2, 3) and np.all(th[:, 0] == 0) and np.all(th[:, 1:] > 0)
     assert np.all(th[1, 1:] < th[0, 1:])                       # smaller init, smaller gain
+
+
+def test_nonlinear_gain_between_steps_covers_the_early_crossing():
+    # the extra rate 8 (lam_i - lam_j) theta_ij acts from t_i to t_j: the factor multiplies theta, never lowers it
+    lam = np.array([1.0, 0.5, 0.25, 0.125, 0.06, 0.03])
+    G, _ = barlow.make_gamma(lam, m=6, seed=1)
+    W0 = barlow.small_init(3, 6, np.array([1e-3, 1e-6]), seed=2)
+    a0 = barlow.linear_phase_a0(W0, G, 3)
+    th = barlow.nonlinear_gain(W0, G, 3, a0)
+    th2 = barlow.nonlinear_gain(W0, G, 3, a0, between_steps=True)
+    assert np.all(th2[:, 0] == 0) and np.all(th2[:, 1:] > 2 * th[:, 1:])
+    # two modes, by hand: theta (1 + 8 (lam_1 - lam_2)(t_2 - t_1))
+    t = barlow.barlow_time(lam[:3], a0[0])
+    assert np.isclose(th2[0, 1], th[0, 1] * (1 + 8 * (lam[0] - lam[1]) * (t[1] - t[0])))
+    # it covers the early crossing of mode 2 on a draw with a large chi (rho = 0.5, eps = 1e-2)
+    lam_r = 0.5 ** np.arange(12.0)
+    G_r, _ = barlow.make_gamma(lam_r, m=12, seed=13)
+    W_r = barlow.small_init(4, 12, 1e-2, seed=14)
+    mu = barlow.linear_phase_a0(W_r, G_r, 4)
+    k = barlow.barlow_gd_steps(lam_r[:4], mu, 0.01, next_term=True)
+    hist = barlow.train_barlow_linear(G_r, W_r, 0.01, int(1.2 * k[1]), device="cpu")
+    err = np.abs(barlow.measured_step_times(hist)[1] - k[1])
+    r2 = 8 * 0.01 * lam_r[1]
+    gain2 = barlow.nonlinear_gain(W_r, G_r, 4, mu, between_steps=True)[1] / r2
+    assert err > barlow.nonlinear_gain(W_r, G_r, 4, mu)[1] / r2   # theta alone undercounts
+    assert err < gain2 + r2 / 48 * np.log(1 / mu[1]) + r2 / 10
+    with pytest.raises((TypeError, ValueError)):
+        barlow.nonlinear_gain(W0, G, 3, a0, between_steps="yes")

@@ -187,7 +187,8 @@ def barlow_gd_steps(lam: ArrayLike, a0: ArrayLike, eta: float, level: float = 0.
     return k
 
 
-def nonlinear_gain(W0: ArrayLike, Gamma: ArrayLike, d: int, a0: ArrayLike | None = None) -> np.ndarray:
+def nonlinear_gain(W0: ArrayLike, Gamma: ArrayLike, d: int, a0: ArrayLike | None = None,
+                   between_steps: bool = False) -> np.ndarray:
     """First-order size of the nonlinear-phase gain of each mode, as a relative change of its strength; (..., d).
 
     While mode i < j saturates, the part of w_j along its Gram-Schmidt direction q_i stops growing only when mode i
@@ -196,9 +197,18 @@ def nonlinear_gain(W0: ArrayLike, Gamma: ArrayLike, d: int, a0: ArrayLike | None
     strength, chi_ij = (q_i^T w_j(0))^2 / ||P_perp(<j) w_j(0)||^2. A relative change theta of the strength moves
     the crossing by theta rise times 1 / (8 lam_j). a0: the effective strengths (default `linear_phase_a0`).
     An order-of-magnitude estimate (it neglects the rotation of the saturated directions), not a correction.
+
+    between_steps: add the next order, the gain's effect on the growth rate. In the Gram matrix of the modes,
+    G = A^T A with A = W0-columns sqrt(lam_k) w_k (its nonzero eigenvalues are those of C), the flow is
+    dG/dt = 4 [Lam (G - G^2) + (G - G^2) Lam] and d ln det G / dt = 8 tr(Lam (I - G)). After mode i saturates,
+    the frozen off-diagonal entry g_ij^2 = theta_ij holds 1 - n_i at theta_ij, so the j-th eigenvalue of C grows at
+    8 lam_j (1 - c_j) + 8 (lam_i - lam_j) theta_ij until it crosses: (lam_i - lam_j) 8 (t_j - t_i) theta_ij rise
+    times more, t the flow step times of `barlow_time`(lam, a0). Returned then: sum_{i<j} theta_ij
+    (1 + 8 (lam_i - lam_j)(t_j - t_i)), an upper estimate (g_ij decays once mode j is of order 1).
     """
     W0, G = _check_pair(W0, Gamma, "W0")
     d = _check_d(d, W0, G, "W0")
+    between_steps = as_bool("between_steps", between_steps)
     lam, V = _top_eigh(G, d)
     a = linear_phase_a0(W0, G, d) if a0 is None else np.broadcast_to(as_real_array("a0", a0), W0.shape[:-2] + (d,))
     w = (W0 @ V).reshape(-1, d, d)                               # column j is w_j = W0 v_j
@@ -206,10 +216,14 @@ def nonlinear_gain(W0: ArrayLike, Gamma: ArrayLike, d: int, a0: ArrayLike | None
     out = np.zeros_like(a)
     for b in range(len(w)):
         q = np.linalg.qr(w[b])[0]
+        t = barlow_time(lam, a[b]) if between_steps else None
         for j in range(1, d):
             along = q[:, :j].T @ w[b][:, j]
             perp2 = np.sum((w[b][:, j] - q[:, :j] @ along) ** 2)
-            out[b, j] = sum(along[i] ** 2 / perp2 * a[b, j] * a[b, i] ** (-lam[j] / lam[i]) for i in range(j))
+            theta = along**2 / perp2 * a[b, j] * a[b, :j] ** (-lam[j] / lam[:j])
+            if t is not None:
+                theta = theta * (1.0 + 8.0 * (lam[:j] - lam[j]) * (t[j] - t[:j]))
+            out[b, j] = theta.sum()
     return out.reshape(W0.shape[:-2] + (d,))
 
 
