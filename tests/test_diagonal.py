@@ -36,6 +36,34 @@ def test_entropy_interpolator_solves_the_kkt_conditions_and_matches_the_dual():
         assert dg.kkt_distance_bound(X, w, a)[0] < 1e-8
 
 
+def test_entropy_interpolator_at_small_scales_interpolates_and_reaches_basis_pursuit():
+    """Chapter 8's instance at the draws where the earlier primal solver stopped far from X w = y (alpha <= 1.5e-3):
+    every scale interpolates, the optimum moves monotonically towards basis pursuit, and alpha = 1e-128 is it."""
+    for seed in (3, 4):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((15, 40)) / np.sqrt(15)
+        w_o = np.zeros(40)
+        w_o[[3, 11, 27]] = [4.0, -1.6, 0.7]
+        y = X @ w_o
+        w_bp = dg.basis_pursuit(X, y)
+        gaps = []
+        for a in (1e-1, 1e-2, 1.5e-3, 1e-3, 1e-8, 1e-30):
+            w = dg.entropy_interpolator(X, y, a)
+            np.testing.assert_allclose(X @ w, y, atol=1e-11)
+            gaps.append(np.abs(w).sum() - np.abs(w_bp).sum())
+        assert all(g >= -1e-9 for g in gaps) and gaps == sorted(gaps, reverse=True)
+        np.testing.assert_allclose(dg.entropy_interpolator(X, y, 1e-128), w_bp, atol=1e-9)
+
+
+def test_entropy_interpolator_rests_on_the_library_mirror_map(monkeypatch):
+    """The answer is polished on the optimality system written with `mirror_map`: a 5 % error in its scale moves it."""
+    X, y = _problem(2)
+    right = dg.entropy_interpolator(X, y, 0.3)
+    wrong_map = dg.mirror_map
+    monkeypatch.setattr(dg, "mirror_map", lambda w, a: wrong_map(w, 1.05 * np.asarray(a)))
+    assert np.abs(dg.entropy_interpolator(X, y, 0.3) - right).max() > 1e-3
+
+
 def test_large_and_small_alpha_limits():
     X, y = _problem(1)
     w_l2 = np.linalg.pinv(X) @ y

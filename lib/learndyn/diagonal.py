@@ -6,8 +6,8 @@ compared with flow time t = eta k. Theory: numpy and scipy, float64. Simulators:
 alpha and one eta per run), on `device`.
 
 - `hyperbolic_entropy`, `mirror_map`: Q_alpha and its gradient (eq-diag-entropy, eq-diag-mirror-map).
-- `entropy_interpolator`: argmin Q_alpha(w) subject to X w = y, by scipy's trust-constr on the primal program
-  (the independent side of the implicit-bias checks); alpha may be one number or one per coordinate.
+- `entropy_interpolator`: argmin Q_alpha(w) subject to X w = y, by damped Newton on its dual program (the
+  independent side of the implicit-bias checks); alpha may be one number or one per coordinate.
 - `basis_pursuit`: argmin ||w||_1 subject to X w = y, by linear programming (scipy.optimize.linprog, HiGHS).
 - `kkt_distance_bound`: the a-posteriori bound eq-diag-kkt-bound on the distance of an interpolator to argmin Q_alpha.
 - `l2_correction`: the leading correction eq-diag-l2-corr of argmin Q_alpha to X^+ y for large alpha.
@@ -55,38 +55,83 @@ def mirror_map(w: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
 
 def entropy_interpolator(X: np.ndarray, y: np.ndarray, alpha: float | np.ndarray,
                          bias: np.ndarray | None = None) -> np.ndarray:
-    """argmin Q_alpha(w) + <bias, w> subject to X w = y, solved on the primal with scipy's trust-constr.
+    """argmin Q_alpha(w) + <bias, w> subject to X w = y, by damped Newton on the dual program.
 
     `bias` (default 0) is the perturbed reference point of gradient descent's exact characterisation
     (final["bend"] of `gd_diagonal`); with it the optimality system is grad Q_alpha(w) + bias in range(X^T).
 
-    The program is strictly convex (the Hessian of Q_alpha is diag(1/sqrt(w^2 + 4 alpha^4)) > 0). Started from the
-    minimum-norm interpolator; the result is polished by Newton steps on the optimality system (eq-diag-kkt), so it
-    solves X w = y and grad Q_alpha(w) in range(X^T) to float64 accuracy. alpha: a number or one per coordinate.
+    The program is strictly convex (the Hessian of Q_alpha is diag(1/sqrt(w^2 + 4 alpha^4)) > 0). Its dual,
+    min over lambda in R^n of sum_i 2 alpha_i^2 cosh((X^T lambda - bias)_i) - <y, lambda>, is smooth and strictly
+    convex (X of full row rank), and its minimiser gives w = 2 alpha^2 sinh(X^T lambda - bias); Newton steps, capped
+    at a change of 2 in X^T lambda and backtracked (Armijo), converge from lambda = 0 at every scale, alpha = 1e-128
+    included (the exponentials are formed as exp(z + ln alpha^2)), until X w = y holds to 1e-13 max(1, |y|); a solve
+    that does not reach 1e-9 raises. The point is then polished by Newton steps on the primal optimality system
+    (eq-diag-kkt) written with `mirror_map`, so that the answer rests on Q_alpha as the library writes it; at the
+    smallest scales (about alpha < 1e-20), where that system is too ill-conditioned in float64, the dual's point is
+    kept. alpha: a number or one per coordinate.
     """
     X, y = _design(X, y)
-    _, a2 = _w_alpha2(np.zeros(X.shape[1]), alpha)
-    b = np.zeros(X.shape[1]) if bias is None else as_real_array("bias", bias)
-    if b.shape != (X.shape[1],):
-        raise ValueError(f"bias must have shape ({X.shape[1]},); got {b.shape}")
-
-    def hess(w: np.ndarray) -> np.ndarray:
-        return np.diag(1 / np.sqrt(w**2 + 4 * a2**2))
-
-    res = minimize(lambda w: hyperbolic_entropy(w, np.sqrt(a2)) + float(b @ w), np.linalg.pinv(X) @ y,
-                   jac=lambda w: mirror_map(w, np.sqrt(a2)) + b, hess=hess, method="trust-constr",
-                   constraints=[LinearConstraint(X, y, y)], options={"gtol": 1e-12, "xtol": 1e-15, "maxiter": 4000})
-    w = res.x
     n, d = X.shape
-    lam = np.linalg.lstsq(X.T, mirror_map(w, np.sqrt(a2)) + b, rcond=None)[0]
-    for _ in range(30):  # Newton on F(w, lam) = (psi(w) + b - X^T lam, X w - y) = 0
-        F = np.concatenate([mirror_map(w, np.sqrt(a2)) + b - X.T @ lam, X @ w - y])
-        J = np.block([[hess(w), -X.T], [X, np.zeros((n, n))]])
-        step = np.linalg.solve(J, F)
-        w, lam = w - step[:d], lam - step[d:]
-        if np.max(np.abs(step[:d])) <= 1e-15 * max(1.0, np.max(np.abs(w))):
+    _, a2 = _w_alpha2(np.zeros(d), alpha)
+    b = np.zeros(d) if bias is None else as_real_array("bias", bias)
+    if b.shape != (d,):
+        raise ValueError(f"bias must have shape ({d},); got {b.shape}")
+    log_a2, scale = np.log(a2), max(1.0, float(np.abs(y).max()))
+
+    def primal(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """w(lambda), the weights 2 alpha^2 cosh(z) of the dual Hessian, and the dual objective."""
+        z = X.T @ lam - b
+        with np.errstate(over="ignore"):
+            up, down = np.exp(z + log_a2), np.exp(-z + log_a2)
+        return up - down, up + down, float(np.sum(up + down) - y @ lam)
+
+    lam = np.zeros(n)
+    w, c, f = primal(lam)
+    for _ in range(3000):
+        r = X @ w - y
+        if np.abs(r).max() <= 1e-13 * scale:
             break
-    return w
+        m = c.max()
+        H = (X * (c / m)) @ X.T  # the dual Hessian X diag(c) X^T over its largest weight
+        step = np.linalg.solve(H + 1e-15 * np.trace(H) * np.eye(n), r / m)
+        dz = float(np.abs(X.T @ step).max())
+        t, decrease, size = min(1.0, 2.0 / dz) if dz > 0 else 1.0, float(r @ step), np.linalg.norm(r)
+        for _halving in range(50):  # Armijo on the dual objective, or (where rounding hides it) on |X w - y|
+            w_t, c_t, f_t = primal(lam - t * step)
+            if f_t <= f - 0.25 * t * decrease or np.linalg.norm(X @ w_t - y) <= (1 - 0.25 * t) * size:
+                break
+            t /= 2
+        else:
+            break  # no decrease left at float64 precision
+        lam, w, c, f = lam - t * step, w_t, c_t, f_t
+    residual = float(np.abs(X @ w - y).max())
+    if not np.all(np.isfinite(w)) or residual > 1e-9 * scale:
+        raise RuntimeError(f"entropy_interpolator did not converge at alpha = {alpha}: |X w - y| = {residual:.1e}")
+    return _polish(X, y, w, lam, a2, b)
+
+
+def _polish(X: np.ndarray, y: np.ndarray, w: np.ndarray, lam: np.ndarray, a2: np.ndarray,
+            b: np.ndarray) -> np.ndarray:
+    """Newton on the primal optimality system F(w, lam) = (mirror_map(w) + b - X^T lam, X w - y) = 0 (eq-diag-kkt),
+    written with `mirror_map` and the Hessian of `hyperbolic_entropy`, from the dual's point; its result if it
+    converges and interpolates at least as well, else the dual's point (the system is too ill-conditioned in float64
+    at the smallest scales)."""
+    n, d = X.shape
+    w0, r0 = w, float(np.abs(X @ w - y).max())
+    for _ in range(30):
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            F = np.concatenate([mirror_map(w, np.sqrt(a2)) + b - X.T @ lam, X @ w - y])
+            J = np.block([[np.diag(1 / np.sqrt(w**2 + 4 * a2**2)), -X.T], [X, np.zeros((n, n))]])
+            try:
+                step = np.linalg.solve(J, F)
+            except np.linalg.LinAlgError:
+                return w0
+        w, lam = w - step[:d], lam - step[d:]
+        if not np.all(np.isfinite(w)):
+            return w0
+        if np.max(np.abs(step[:d])) <= 1e-15 * max(1.0, np.max(np.abs(w))):
+            return w if float(np.abs(X @ w - y).max()) <= max(r0, 1e-15) else w0
+    return w0
 
 
 def depth_h(s: np.ndarray, depth: int) -> np.ndarray:
