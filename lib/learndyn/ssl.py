@@ -294,8 +294,8 @@ def info_nce_collapse_curvature(v: np.ndarray, temperature: float) -> float:
     """Second-order coefficient of NT-Xent at collapse, eq. `eq-ssl1-ntxent-saddle` (Ch 3).
 
     Embeddings z_i = u + eps v_i for both views of example i (v_i orthogonal to the unit vector u, partners equal):
-    L(eps) = log(2N - 1) - kappa eps^2 + O(eps^4) with kappa = sum_{i != k} |v_i - v_k|^2 / (2 T (2N - 1) 2N), the
-    sum over the 2N views. kappa > 0 unless all v_i are equal: spreading the examples lowers the loss, so
+    L(eps) = log(2N - 1) - chi eps^2 + O(eps^4) with chi = sum_{i != k} |v_i - v_k|^2 / (2 T (2N - 1) 2N), the
+    sum over the 2N views. chi > 0 unless all v_i are equal: spreading the examples lowers the loss, so
     collapse is a saddle. v has shape (N, D): one direction per example.
     """
     temperature = as_positive("temperature", temperature)
