@@ -2,7 +2,7 @@
 
 The one source of an exercise's metadata is its title line in the chapter (`chapters/NN_slug.md`): the title of
 the chapter's `exercise` directive (sphinx-exercise; the syntax is in CONTRIBUTING.md), for example
-"Halving the step (coding, ★★, 20 min)" with the label ``ex-pre-halving``. The parenthesis at the end of the title
+"Halving the step (coding, ★★, 20 min)" in the Preface. The parenthesis at the end of the title
 gives the kind (derivation / coding / exploration, possibly several, e.g. "derivation and coding"), the difficulty
 (★ to ★★★) and the estimated time in minutes. Solutions are gated: everything from the `solution-start` directive
 (naming the label) to the `solution-end` directive (markdown and code cells).
