@@ -472,22 +472,41 @@ def _initial_weights(w0: ArrayLike | None, B: int, d: int) -> torch.Tensor:
 
 
 def _gd_loop(Zt: torch.Tensor, W: torch.Tensor, eta_t: torch.Tensor, T: int, losses: torch.Tensor,
-             gn2: torch.Tensor, gpot: torch.Tensor, ws: torch.Tensor | None, zero: torch.Tensor) -> torch.Tensor:
-    """The GD iteration of `gd_logistic`; fills losses, gn2 (and ws) in place, returns the final weights."""
-    n = Zt.shape[0]
+             gn2: torch.Tensor, gpot: torch.Tensor, ws: torch.Tensor | None, zero: torch.Tensor,
+             chunk_entries: int = 1 << 20) -> torch.Tensor:
+    """The GD iteration of `gd_logistic`; fills losses, gn2, gpot (and ws) in place, returns the final weights.
+
+    Per step only what the next step needs runs (minus the margins, |l'(m_i)|, the gradient, the update, all into
+    preallocated buffers); the recorded reductions (mean log-add-exp, mean |l'|, ||grad||^2) are taken afterwards on
+    chunks of steps at once, at most `chunk_entries` margins per chunk. The same operations on the same operands as
+    a step-by-step loop, so the same numbers bit for bit: only the per-step operation count (the cost of these small
+    problems) is lower.
+    """
+    B, (n, d) = W.shape[0], Zt.shape
     Zneg = -Zt  # negating an operand of a product is exact: W @ Zneg.T is -(W @ Zt.T) bit for bit
     ZnegT = Zneg.T  # the same (transposed) layout as before, so the same BLAS kernel and summation order
-    for t in range(T + 1):
-        negM = W @ ZnegT  # minus the margins, (B, n)
-        losses[t] = torch.logaddexp(zero, negM).mean(dim=1)
-        slope = torch.sigmoid(negM)  # |l'(m_i)|, (B, n)
-        gpot[t] = slope.mean(dim=1)
-        grad = (slope @ Zneg) / n  # (B, d)
-        gn2[t] = (grad * grad).sum(dim=1)
-        if ws is not None:
-            ws[t] = W
-        if t < T:
-            W = W - eta_t * grad
+    K = max(1, min(T + 1, chunk_entries // (B * n)))
+    negM = torch.empty(K, B, n, dtype=W.dtype, device=W.device)  # minus the margins, per step of the chunk
+    slope = torch.empty_like(negM)  # |l'(m_i)| = sigmoid(-m_i)
+    grad = torch.empty(K, B, d, dtype=W.dtype, device=W.device)
+    per_step = list(zip(negM.unbind(0), slope.unbind(0), grad.unbind(0), strict=True))  # the K steps' slots
+    w_at = ws.unbind(0) if ws is not None else None
+    if w_at is not None:
+        w_at[0].copy_(W)
+    for t0 in range(0, T + 1, K):
+        m = min(K, T + 1 - t0)
+        for t, (negM_t, slope_t, grad_t) in zip(range(t0, t0 + m), per_step[:m], strict=True):
+            if w_at is not None:
+                W = w_at[t]
+            torch.mm(W, ZnegT, out=negM_t)
+            torch.sigmoid(negM_t, out=slope_t)
+            torch.mm(slope_t, Zneg, out=grad_t)
+            grad_t.div_(n)
+            if t < T:
+                W = W - eta_t * grad_t if w_at is None else torch.sub(W, eta_t * grad_t, out=w_at[t + 1])
+        losses[t0:t0 + m] = torch.logaddexp(zero, negM[:m]).mean(dim=2)
+        gpot[t0:t0 + m] = slope[:m].mean(dim=2)
+        gn2[t0:t0 + m] = (grad[:m] * grad[:m]).sum(dim=2)
     return W
 
 
