@@ -310,54 +310,71 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
 
     The basis is built in float64 with full (twice repeated) Gram-Schmidt: the start vectors first, then each
     product H q orthogonalised against the basis, in the order they were made (block Lanczos). Every basis vector
-    q is multiplied once, so the projection B^T H B and the residuals ||H y - theta y|| of the Ritz pairs are exact
-    without further products. Returns the top-k Ritz pairs by value, their relative residuals, the number of
-    products, and whether they reached their tolerances, `tol` for the top pair and `tol_rest` for the others
-    (always False with tol = 0).
+    q is multiplied once, so the projection T = B^T H B and the residuals ||H y - theta y|| of the Ritz pairs are
+    exact without further products. Both are kept incrementally: a product adds one row and column to T and to the
+    Gram matrix G = W^T W of the images W = H B, so a stopping test costs an m x m eigensolve, not a pass over the
+    n x m basis; for a unit Ritz vector y = B s, ||H y - theta y||^2 = s^T G s - theta^2 (B^T B = I). That
+    difference loses digits once the residual nears sqrt(eps) theta, so it only screens: the residuals that decide
+    the stop, and those returned, are computed from the vectors. Returns the top-k Ritz pairs by value, their
+    relative residuals, the number of products, and whether they reached their tolerances, `tol` for the top pair
+    and `tol_rest` for the others (always False with tol = 0).
     """
     dt = V.dtype
+    n = V.shape[0]
+    cap = min(iters, n)
+    B = torch.empty(cap, n, dtype=torch.float64, device=V.device)  # orthonormal basis, one row per vector
+    W = torch.empty_like(B)  # its images, rows H q
+    T = torch.zeros(cap, cap, dtype=torch.float64, device=V.device)
+    G = torch.zeros_like(T)
     pending = list(torch.linalg.qr(V.double())[0].T)
-    basis: list[torch.Tensor] = []
-    images: list[torch.Tensor] = []
-    done = False
+    m, done = 0, False
     starts_left = len(pending)  # no stopping before every start vector is in the space
-    while len(basis) < iters and pending:
+    while m < iters and pending:
         q = pending.pop(0)
         starts_left -= 1
-        if basis:
-            B = torch.stack(basis, dim=1)
+        if m:
+            Bm = B[:m]
             for _ in range(2):
-                q = q - B @ (B.T @ q)
+                q = q - (Bm @ q) @ Bm
         norm = float(q.norm())
         if norm < 1e-10:
             continue  # the space is invariant in this direction
         q = q / norm
         w = matvec(q.to(dt)).double()
-        basis.append(q)
-        images.append(w)
+        B[m], W[m] = q, w
+        col = 0.5 * (B[: m + 1] @ w + W[: m + 1] @ q)  # (q_i^T H q_m + q_m^T H q_i) / 2
+        T[: m + 1, m], T[m, : m + 1] = col, col
+        gcol = W[: m + 1] @ w
+        G[: m + 1, m], G[m, : m + 1] = gcol, gcol
+        m += 1
         pending.append(w)
-        if tol > 0 and len(basis) >= k and starts_left <= 0 and len(basis) < iters:
-            _, _, res = _ritz(basis, images, k)
-            if res[0] <= tol and np.all(res[1:] <= tol_rest):
-                done = True
-                break
-    if len(basis) < k:
+        if tol > 0 and m >= k and starts_left <= 0 and m < iters:
+            theta, S = _ritz_small(T[:m, :m], k)
+            res2 = torch.einsum("ij,ik,kj->j", S, G[:m, :m], S) - theta**2
+            screen = res2.clamp_min(0).sqrt() / theta.abs().clamp_min(1e-300)
+            if screen[0] <= 2 * tol and torch.all(screen[1:] <= 2 * tol_rest):
+                res = _ritz_residuals(B[:m], W[:m], theta, S)
+                if res[0] <= tol and np.all(res[1:] <= tol_rest):
+                    done = True
+                    break
+    if m < k:
         raise ValueError(f"iters={iters} products span fewer than k={k} directions; use iters >= k")
-    vals, vecs, res = _ritz(basis, images, k)
+    theta, S = _ritz_small(T[:m, :m], k)
+    res = _ritz_residuals(B[:m], W[:m], theta, S)
     done = done or (tol > 0 and bool(res[0] <= tol and np.all(res[1:] <= tol_rest)))
-    return vals, vecs.to(dt), res, len(basis), done
+    return theta.cpu().numpy(), (S.T @ B[:m]).T.to(dt), res, m, done
 
 
-def _ritz(basis: list[torch.Tensor], images: list[torch.Tensor],
-          k: int) -> tuple[np.ndarray, torch.Tensor, np.ndarray]:
-    B, W = torch.stack(basis, dim=1), torch.stack(images, dim=1)
-    T = B.T @ W
-    evals, S = torch.linalg.eigh(0.5 * (T + T.T))
+def _ritz_small(T: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The top-k eigenpairs (theta, s) of the projected matrix T (m, m), by value."""
+    evals, S = torch.linalg.eigh(T)
     top = torch.argsort(evals, descending=True)[:k]
-    theta, S = evals[top], S[:, top]
-    Y = B @ S
-    res = (W @ S - Y * theta).norm(dim=0) / theta.abs().clamp_min(1e-300)
-    return theta.cpu().numpy(), Y, res.cpu().numpy()
+    return evals[top], S[:, top]
+
+
+def _ritz_residuals(B: torch.Tensor, W: torch.Tensor, theta: torch.Tensor, S: torch.Tensor) -> np.ndarray:
+    """||H y - theta y|| / |theta| for the Ritz vectors y = B^T s (B, W: one row per vector), from the vectors."""
+    return ((S.T @ W - theta[:, None] * (S.T @ B)).norm(dim=1) / theta.abs().clamp_min(1e-300)).cpu().numpy()
 
 
 def _lanczos(matvec: Callable, n: int, k: int, iters: int, v0: torch.Tensor, tol: float,

@@ -14,6 +14,7 @@ exactness checks float64. Losses are functions of a parameter dict (`torch.func`
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -36,7 +37,7 @@ from .core import (
     check_finite,
     get_device,
     no_overflow,
-    rk4_step,
+    rk4_step_unchecked,
 )
 
 # The Hessian-free estimators live in `hessian` (nothing there is specific to the edge of stability); they are
@@ -318,7 +319,7 @@ def gf_reference(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, t_max: floa
                                       v0=vecs, tol=0.0)
                 S = max(float(vals[0]), 1e-8)
             h = min(alpha / S, target - t)
-            state = rk4_step(field, state, h)
+            state = rk4_step_unchecked(field, state, h)
             t, n_steps = t + h, n_steps + 1
         p = dict(zip(names, state, strict=True))
         value = loss_fn(p)
@@ -431,19 +432,32 @@ def uv_toy_gd(u0: np.ndarray | float, v0: np.ndarray | float, eta: float, steps:
     U[0], V[0] = u, v
     div_step = np.full(u.shape, -1)
     with np.errstate(over="ignore", invalid="ignore"):
+        uv = u * v
         for k in range(steps):
-            r = u * v - 1.0
-            u, v = u - eta * r * v, v - eta * r * u
-            bad = ~(np.abs(u * v) < 1e8) & (div_step < 0)
-            if bad.any():
-                if on_divergence == "raise":
-                    raise DivergenceError(f"the (u, v) toy diverged at step {k + 1} (eta={eta:g}): |uv| "
-                                          "exceeded 1e8")
-                div_step[bad] = k + 1
-            u, v = np.where(div_step >= 0, np.nan, u), np.where(div_step >= 0, np.nan, v)
+            r = eta * (uv - 1.0)
+            u, v = u - r * v, v - r * u
+            uv = u * v
+            if not np.abs(uv).max(initial=0.0) < 1e8:  # one reduction on the happy path; NaN fails it too
+                bad = ~(np.abs(uv) < 1e8) & (div_step < 0)
+                if bad.any():
+                    if on_divergence == "raise":
+                        raise DivergenceError(f"the (u, v) toy diverged at step {k + 1} (eta={eta:g}): |uv| "
+                                              "exceeded 1e8")
+                    div_step[bad] = k + 1
+                    u[bad], v[bad], uv[bad] = np.nan, np.nan, np.nan  # NaN from then on (it propagates)
             U[k + 1], V[k + 1] = u, v
-    metrics = {"u": U, "v": V, "loss": _uv_loss(U, V), "sharpness": _uv_sharpness(U, V)}
+    metrics = {"u": U, "v": V, "loss": _by_rows(_uv_loss, U, V), "sharpness": _by_rows(_uv_sharpness, U, V)}
     return History(np.arange(steps + 1), metrics, {"diverged": div_step >= 0, "diverge_step": div_step})
+
+
+def _by_rows(f: Callable[[np.ndarray, np.ndarray], np.ndarray], U: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """f(U, V) elementwise, a block of rows at a time (its temporaries stay in cache on long runs of big batches)."""
+    out = np.empty_like(U)
+    rows = max(1, 2**16 // max(1, U[0].size))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(0, U.shape[0], rows):
+            out[i:i + rows] = f(U[i:i + rows], V[i:i + rows])
+    return out
 
 
 def edge_model_gd(x0: np.ndarray | float, y0: np.ndarray | float, eta: float, s0: float, chi: float,
