@@ -65,6 +65,23 @@ def test_mc_grads_match_population_within_sampling_error(stopgrad):
         assert err / np.linalg.norm(pop[i]) < 0.03
 
 
+@pytest.mark.parametrize("stopgrad", [True, False])
+def test_mc_grads_through_moments_equal_the_sum_over_pairs(stopgrad):
+    """The sample loss evaluated through the second moments of the pairs (and cached between the StopGrad and
+    no-StopGrad calls) has the gradient of the explicit mean over pairs, differentiated by autograd."""
+    Phi, P = _random_pair(3)
+    n, seed = 5_000, 7
+    x, xp = ssl.two_view_gaussian(n, Phi.shape[1], math.sqrt(SIGMA2), seed=seed, device="cpu")
+    Phi_t, P_t = torch.tensor(Phi, requires_grad=True), torch.tensor(P, requires_grad=True)
+    target = xp @ (Phi_t.detach() if stopgrad else Phi_t).T
+    loss = 0.5 * ((x @ Phi_t.T @ P_t.T - target) ** 2).sum(dim=1).mean()
+    ref = torch.autograd.grad(loss, (Phi_t, P_t))
+    for _ in range(2):                                          # the second call reads the cached moments
+        got = ssl.noncontrastive_mc_grads(Phi, P, SIGMA2, n, stopgrad=stopgrad, seed=seed)
+        for r, g in zip(ref, got, strict=True):
+            np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-10, atol=1e-12)
+
+
 def test_pop_grads_torch_numpy_and_batched_agree():
     Phi, P = _random_pair(1)
     g_np = ssl.noncontrastive_pop_grads(Phi, P, SIGMA2)
@@ -252,8 +269,42 @@ def test_history_shapes_and_recording():
     assert list(hist.steps) == [0, 4, 8, 11]
     np.testing.assert_allclose(hist["t"], hist.steps * 0.1)
     assert hist["eigP"].shape == hist["eigF"].shape == hist["modeP"].shape == (4, 3, 4)
-    assert hist["balance"].shape == (4, 3, 4, 4) and hist["loss"].shape == (4, 3)
+    assert hist["balance"].shape == hist["P"].shape == hist["F"].shape == (4, 3, 4, 4) and hist["loss"].shape == (4, 3)
     assert hist.final["Phi"].shape == (3, 4, 4)
+    np.testing.assert_allclose(hist["P"][-1], hist.final["P"])
+    np.testing.assert_allclose(hist["F"][-1], hist.final["Phi"] @ hist.final["Phi"].swapaxes(-1, -2), rtol=1e-14)
+    np.testing.assert_allclose(hist["balance"], hist["F"] - hist["P"].swapaxes(-1, -2) @ hist["P"], atol=1e-14)
+    np.testing.assert_allclose(hist["commutator"], ssl.commutator_ratio(hist["P"], hist["F"]), atol=1e-14)
+
+
+def test_recorded_states_continue_a_run_exactly():
+    """A run recorded every 5 steps passes through the states that 5-step runs restarted from each other reach."""
+    Phi0, P0 = _sym_init(4, d=4)
+    whole = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=0.02, t_max=0.2, h=0.01, record_every=5, device="cpu")
+    Phi, P = Phi0.numpy(), P0.numpy()
+    for k in range(1, 5):
+        seg = ssl.simulate_noncontrastive(Phi, P, SIGMA2, wd=0.02, t_max=0.05, h=0.01, record_every=5, device="cpu")
+        Phi, P = seg.final["Phi"][0], seg.final["P"][0]
+        np.testing.assert_allclose(whole["P"][k, 0], P, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(whole["F"][k, 0], Phi @ Phi.T, rtol=0, atol=1e-15)
+
+
+def test_numpy_loop_matches_the_torch_arithmetic():
+    """The CPU loop runs on numpy views; one RK4 step of the same field in torch (core.rk4_step) agrees."""
+    from learndyn.core import rk4_step
+
+    Phi0, P0 = _random_pair(21, d2=4, d1=5)
+    h = 0.05
+    run = ssl.simulate_noncontrastive(Phi0, P0, SIGMA2, wd=0.03, h=h, t_max=h, symmetric_predictor=False,
+                                      record_every=1, device="cpu")
+
+    def field(state):
+        g_phi, g_p = ssl.noncontrastive_pop_grads(state[0], state[1], SIGMA2)
+        return (-g_phi - 0.03 * state[0], -g_p - 0.03 * state[1])
+
+    Phi1, P1 = rk4_step(field, (torch.tensor(Phi0), torch.tensor(P0)), h)
+    np.testing.assert_allclose(run.final["Phi"][0], Phi1.numpy(), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(run.final["P"][0], P1.numpy(), rtol=1e-13, atol=1e-15)
 
 
 def test_loss_metric_matches_monte_carlo_free_formula():
@@ -486,6 +537,50 @@ def test_spectral_contrastive_loss_grad_and_logistic():
         ssl.spectral_contrastive_modes(0.1, SIGMA2, 5.0, 1.0)
     with pytest.raises(ValueError):
         ssl.spectral_contrastive_loss(z1[:1], z2[:1])
+
+
+def test_spectral_contrastive_mc_grad_is_autograd_of_the_sampled_loss():
+    rng = np.random.default_rng(6)
+    Phi = 0.5 * rng.normal(size=(3, 4))
+    x, xp = ssl.two_view_gaussian(20_000, 4, math.sqrt(SIGMA2), seed=2)
+    Phi_t = torch.tensor(Phi, requires_grad=True)
+    ref = torch.autograd.grad(ssl.spectral_contrastive_loss(x @ Phi_t.T, xp @ Phi_t.T), Phi_t)[0].numpy()
+    got = ssl.spectral_contrastive_mc_grad(Phi, SIGMA2, 20_000, seed=2)
+    assert isinstance(got, torch.Tensor) and got.shape == (3, 4)
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-12, atol=1e-14)
+    pop = ssl.spectral_contrastive_pop_grad(Phi, SIGMA2)
+    mean = np.mean([ssl.spectral_contrastive_mc_grad(Phi, SIGMA2, 20_000, seed=s).numpy() for s in range(5)], axis=0)
+    assert np.linalg.norm(mean - pop) / np.linalg.norm(pop) < 0.05
+    with pytest.raises(ValueError, match="sigma2"):
+        ssl.spectral_contrastive_mc_grad(Phi, -0.5, 100)
+    with pytest.raises(ValueError, match="n"):
+        ssl.spectral_contrastive_mc_grad(Phi, SIGMA2, 1)
+    with pytest.raises(ValueError, match="Phi"):
+        ssl.spectral_contrastive_mc_grad(np.ones(4), SIGMA2, 100)
+    with pytest.raises(ValueError, match="Phi"):
+        ssl.spectral_contrastive_mc_grad(np.full((3, 4), np.nan), SIGMA2, 100)
+    with pytest.raises(TypeError, match="seed"):
+        ssl.spectral_contrastive_mc_grad(Phi, SIGMA2, 100, seed=1.5)
+
+
+def test_mode_field_is_the_mode_rhs_checked_once():
+    field = ssl.tian_mode_field(SIGMA2, 0.1, alpha_p=2.0)
+    p, s = np.array([0.3, -0.1, 0.8]), np.array([0.2, 0.05, 0.6])
+    want = np.stack(ssl.tian_mode_rhs(p, s, SIGMA2, 0.1, alpha_p=2.0))
+    np.testing.assert_allclose(field(0.0, np.stack([p, s])), want, rtol=1e-15)
+    np.testing.assert_allclose(field(1.0, np.array([0.3, 0.2])), want[:, 0], rtol=1e-15)
+    sol = solve_ivp(ssl.tian_mode_field(SIGMA2, 0.1), (0.0, 50.0), [0.3, 0.09], method="DOP853", rtol=1e-12,
+                    atol=1e-14)
+    p_ode, s_ode = ssl.integrate_modes(0.3, 0.09, SIGMA2, 0.1, [0.0, 50.0])
+    np.testing.assert_allclose(sol.y[:, -1], [p_ode[-1], s_ode[-1]], rtol=1e-9)
+    with pytest.raises(ValueError, match="sigma2"):
+        ssl.tian_mode_field(-1.0, 0.1)
+    with pytest.raises(ValueError, match="wd"):
+        ssl.tian_mode_field(SIGMA2, -0.1)
+    with pytest.raises(TypeError, match="wd"):
+        ssl.tian_mode_field(SIGMA2, "0.1")
+    with pytest.raises(ValueError, match="alpha_p"):
+        ssl.tian_mode_field(SIGMA2, 0.1, alpha_p=0.0)
 
 
 def test_gpu_variant_script_runs_tiny():

@@ -45,6 +45,7 @@ from .ssl_sim import (  # re-export: the simulators the closed forms are checked
     simulate_noncontrastive,
     simulate_spectral_contrastive,
     spectral_contrastive_loss,
+    spectral_contrastive_mc_grad,
     spectral_contrastive_pop_grad,
     two_view_gaussian,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "noncontrastive_mc_grads",
     "simulate_noncontrastive",
     "tian_mode_rhs",
+    "tian_mode_field",
     "tian_fixed_points",
     "integrate_modes",
     "commutator_ratio",
@@ -71,6 +73,7 @@ __all__ = [
     "info_nce_collapse_curvature",
     "spectral_contrastive_loss",
     "spectral_contrastive_pop_grad",
+    "spectral_contrastive_mc_grad",
     "spectral_contrastive_modes",
     "simulate_spectral_contrastive",
 ]
@@ -101,6 +104,22 @@ def tian_mode_rhs(p: np.ndarray | float, s: np.ndarray | float, sigma2: float, w
     tau = s if tau is None else as_real_array("tau", tau, nonempty=True)
     _broadcast("p, s and tau", p, s, tau)
     return _mode_rhs(p, s, 1.0 + sigma2, wd, alpha_p, tau)
+
+
+def tian_mode_field(sigma2: float, wd: float = 0.0,
+                    alpha_p: float = 1.0) -> Callable[[float, np.ndarray], np.ndarray]:
+    """The mode ODE of `tian_mode_rhs` (no EMA) as a vector field f(t, y) for scipy's `solve_ivp` (Ch 3).
+
+    y = (p, s), shape (2,) (or (2, ...) for a `vectorized` solve); f returns (dp/dt, ds/dt) of eq. `eq-ssl1-modes`
+    in the same shape. sigma2, wd and alpha_p are checked once here, not at each of the solver's thousands of calls.
+    """
+    sigma2, wd = _sigma2_wd(sigma2, wd)
+    alpha_p = as_positive("alpha_p", alpha_p)
+    c = 1.0 + sigma2
+
+    def field(_t: float, y: np.ndarray) -> np.ndarray:
+        return np.stack(_mode_rhs(y[0], y[1], c, wd, alpha_p, y[1]))
+    return field
 
 
 def _mode_rhs(p: np.ndarray, s: np.ndarray, c: float, wd: float, alpha_p: float,

@@ -10,8 +10,10 @@ Simulators run in float64, batched on a leading axis B, on `device` (default `le
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from types import ModuleType
 from typing import Literal
 
 import numpy as np
@@ -41,7 +43,8 @@ from .core import (
 
 __all__ = ["two_view_gaussian", "noncontrastive_pop_grads", "noncontrastive_mc_grads", "simulate_noncontrastive",
            "simulate_directpred", "info_nce", "check_info_nce", "info_nce_grad", "spectral_contrastive_loss",
-           "spectral_contrastive_pop_grad", "simulate_spectral_contrastive", "commutator_ratio"]
+           "spectral_contrastive_pop_grad", "spectral_contrastive_mc_grad", "simulate_spectral_contrastive",
+           "commutator_ratio"]
 
 Array = np.ndarray | torch.Tensor
 
@@ -89,7 +92,10 @@ def noncontrastive_mc_grads(Phi: Array, P: Array, sigma2: float, n: int, stopgra
 
     Pairs from `two_view_gaussian(n, d1, sqrt(sigma2), seed)`; float64 on the CPU. Unbatched: Phi (d2, d1),
     P (d2, d2). An unbiased estimate of `noncontrastive_pop_grads` with O(1/sqrt(n))
-    error (Ch 3, the Monte Carlo checks of eq. `eq-ssl1-grads`).
+    error (Ch 3, the Monte Carlo checks of eq. `eq-ssl1-grads`). The sample loss is evaluated through the sample
+    second moments S = 1/n sum_i z_i z_i^T of z_i = (x_i, x'_i): with M = [P Phi, -SG(Phi)] it is 1/2 tr(M S M^T),
+    the same number as the sum over pairs at O(d1^2) cost per call. S (a few KiB) is kept for the last 64
+    (n, d1, sigma2, seed), so the StopGrad and no-StopGrad gradients of one sample share its draw.
     """
     sigma2 = as_nonnegative("sigma2", sigma2)
     n = as_int("n", n, minimum=1)
@@ -101,13 +107,19 @@ def noncontrastive_mc_grads(Phi: Array, P: Array, sigma2: float, n: int, stopgra
     if Phi.ndim != 2:
         raise ValueError(f"noncontrastive_mc_grads takes one unbatched pair; got Phi of shape {tuple(Phi.shape)}")
     Phi, P = Phi.clone().requires_grad_(True), P.clone().requires_grad_(True)
-    x, xp = two_view_gaussian(n, Phi.shape[1], math.sqrt(sigma2), seed=seed, device="cpu")
-    target = xp @ Phi.T
-    if stopgrad:
-        target = target.detach()
-    loss = 0.5 * ((x @ Phi.T @ P.T - target) ** 2).sum(dim=1).mean()
+    S = _two_view_moments(n, Phi.shape[1], sigma2, seed)
+    M = torch.cat([P @ Phi, -(Phi.detach() if stopgrad else Phi)], dim=1)  # P Phi x_i - SG(Phi x'_i) = M z_i
+    loss = 0.5 * ((M @ S) * M).sum()
     g_phi, g_p = torch.autograd.grad(loss, (Phi, P))
     return no_overflow("Phi and P", (g_phi, g_p))
+
+
+@functools.lru_cache(maxsize=64)
+def _two_view_moments(n: int, d: int, sigma2: float, seed: int) -> torch.Tensor:
+    """S = 1/n sum_i z_i z_i^T, (2d, 2d), of the pairs z_i = (x_i, x'_i) of `two_view_gaussian(n, d, sqrt(sigma2),
+    seed)` (read only: cached)."""
+    z = torch.cat(two_view_gaussian(n, d, math.sqrt(sigma2), seed=seed, device="cpu"), dim=1)
+    return (z.T @ z) / n
 
 
 def two_view_gaussian(n: int, d: int, sigma: float, seed: int = 0,
@@ -146,9 +158,11 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
     Returns a History with `steps` (recorded step indices, every `record_every` and the last) and metrics:
     "t" (K,), "loss" (K, B), "phi_norm" ||Phi||_F (K, B), "commutator" (K, B) = `commutator_ratio(P, F)`,
     "asym" ||P - P^T||_F (K, B), "eigP" eigenvalues of (P + P^T)/2 and "eigF" of F (K, B, d2), ascending,
-    "modeP" (K, B, d2) = q_j^T P q_j along F's eigenvectors q_j (pairs with "eigF"), "balance" B = F - P^T P
-    (K, B, d2, d2). final: "Phi", "P" (numpy). Raises DivergenceError naming the step if the run leaves the finite
-    numbers (checked at every recorded step, so record_every=1 names the exact step).
+    "modeP" (K, B, d2) = q_j^T P q_j along F's eigenvectors q_j (pairs with "eigF"), "balance" B = F - P^T P,
+    "P" and "F" = Phi Phi^T themselves (K, B, d2, d2). final: "Phi", "P" (numpy). Raises DivergenceError naming the
+    step if the run leaves the finite numbers (checked at every recorded step, so record_every=1 names the exact
+    step). On the CPU the loop runs on numpy views of the tensors (a batch of small matrices costs per-operation
+    overhead, about 3x less in numpy than in torch); on other devices on the tensors.
     """
     sigma2 = as_nonnegative("sigma2", sigma2)
     n_steps = steps_for(t_max, h, "t_max")
@@ -168,7 +182,7 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
     if Phi.ndim != 3 or P.ndim != 3 or Phi.shape[0] != P.shape[0]:
         raise ValueError(f"Phi0 must be (B, d2, d1) and P0 (B, d2, d2) with the same B; got {tuple(Phi.shape)}, "
                          f"{tuple(P.shape)}")
-    check_alloc("simulate_noncontrastive's records", (n_steps // record_every + 2) * (P.numel() + 8 * Phi.shape[0]))
+    check_alloc("simulate_noncontrastive's records", (n_steps // record_every + 2) * (3 * P.numel() + 8 * Phi.shape[0]))
     if not use_predictor:
         P = torch.eye(P.shape[-1], dtype=torch.float64, device=dev).expand_as(P).clone()
     elif symmetric_predictor and not torch.allclose(P, P.mT, rtol=0, atol=1e-12 * (1 + float(P.abs().max()))):
@@ -180,30 +194,32 @@ def simulate_noncontrastive(Phi0: Array, P0: Array, sigma2: float, wd: float | A
         raise ValueError(f"alpha_p (predictor learning rate) must be > 0, a float or one per run; got {alpha_p}")
     alpha_p = _wd_tensor(alpha_p, Phi.shape[0], dev, "alpha_p (predictor learning rate)")
 
-    def rhs(state: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    lam, alpha_p = _host(lam), _host(alpha_p)
+    c = 1.0 + sigma2
+
+    def rhs(state: tuple[Array, ...]) -> tuple[Array, ...]:
         phi, p = state[0], state[1]
         target = state[2] if ema_beta is not None else None
-        g_phi, g_p = _pop_grads(phi, p, 1.0 + sigma2, stopgrad, target)
+        g_phi, g_p = _pop_grads(phi, p, c, stopgrad, target)
         d_phi = -g_phi - lam * phi
-        d_p = -alpha_p * g_p - lam * p if use_predictor else torch.zeros_like(p)
+        d_p = -alpha_p * g_p - lam * p if use_predictor else 0.0 * p
         if symmetric_predictor:
-            d_p = 0.5 * (d_p + d_p.mT)
+            d_p = 0.5 * (d_p + d_p.swapaxes(-1, -2))
         return (d_phi, d_p) if ema_beta is None else (d_phi, d_p, ema_beta * (phi - state[2]))
 
-    state: tuple[torch.Tensor, ...] = (Phi, P) if ema_beta is None else (Phi, P, Phi.clone())
+    state = tuple(_host(x) for x in ((Phi, P) if ema_beta is None else (Phi, P, Phi.clone())))
     steps, records = [], {k: [] for k in ("t", "loss", "phi_norm", "commutator", "asym", "eigP", "eigF", "modeP",
-                                          "balance")}
-    with few_threads_if_small(Phi.device, Phi.numel() + P.numel()):
+                                          "balance", "P", "F")}
+    with few_threads_if_small(Phi.device, Phi.numel() + P.numel()), _quiet_overflow():
         for k in range(n_steps + 1):
             if k % record_every == 0 or k == n_steps:
                 steps.append(k)
-                for name, value in _metrics(state, sigma2, k * h, k).items():
+                for name, value in _metrics(state, c, k * h, k).items():
                     records[name].append(value)
             if k < n_steps:
                 state = rk4_step_unchecked(rhs, state, h) if method == "rk4" else tuple(
                     x + h * dx for x, dx in zip(state, rhs(state), strict=True))
-    final = {"Phi": state[0].cpu().numpy(), "P": state[1].cpu().numpy()}
-    return History.from_records(steps, records, final)
+    return History.from_records(steps, records, {"Phi": _numpy(state[0]), "P": _numpy(state[1])})
 
 
 def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> torch.Tensor:
@@ -270,29 +286,30 @@ def simulate_directpred(Phi0: Array, sigma2: float, wd: float | Array = 0.0, h: 
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
     Phi = _batched_phi(Phi0, dev)
-    lam = _wd_tensor(wd, Phi.shape[0], dev)
+    lam = _host(_wd_tensor(wd, Phi.shape[0], dev))
     c = 1.0 + sigma2
+    la = _linalg(lam)
 
-    def rhs(state: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    def rhs(state: tuple[Array, ...]) -> tuple[Array, ...]:
         phi = state[0]
-        s, q = torch.linalg.eigh(phi @ phi.mT)
-        root = s.clamp(min=0.0).sqrt()
-        gain = (q * (root * (1.0 - c * root))[..., None, :]) @ q.mT     # P (I - c P) with P = F^{1/2}
+        s, q = la.eigh(phi @ phi.swapaxes(-1, -2))
+        root = s.clip(min=0.0) ** 0.5
+        gain = (q * (root * (1.0 - c * root))[..., None, :]) @ q.swapaxes(-1, -2)  # P (I - c P), P = F^{1/2}
         return (gain @ phi - lam * phi,)
 
     steps, records = [], {"t": [], "eigF": [], "phi_norm": []}
-    state: tuple[torch.Tensor, ...] = (Phi,)
-    with few_threads_if_small(Phi.device, Phi.numel()):
+    state = (_host(Phi),)
+    with few_threads_if_small(Phi.device, Phi.numel()), _quiet_overflow():
         for k in range(n_steps + 1):
             if k % record_every == 0 or k == n_steps:
-                check_finite("Phi", state[0], step=k)
+                check_finite("Phi", _torch(state[0]), step=k)
                 steps.append(k)
                 records["t"].append(k * h)
-                records["eigF"].append(torch.linalg.eigvalsh(state[0] @ state[0].mT).cpu().numpy())
-                records["phi_norm"].append(torch.linalg.matrix_norm(state[0]).cpu().numpy())
+                records["eigF"].append(la.eigvalsh(state[0] @ state[0].swapaxes(-1, -2)))
+                records["phi_norm"].append(_fro(state[0]))
             if k < n_steps:
                 state = rk4_step_unchecked(rhs, state, h)
-    return History.from_records(steps, records, {"Phi": state[0].cpu().numpy()})
+    return History.from_records(steps, records, {"Phi": _numpy(state[0])})
 
 
 def info_nce_grad(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
@@ -337,10 +354,31 @@ def spectral_contrastive_loss(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     z1, z2 = _tensors("z1", z1, "z2", z2)
     if z1.ndim != 2 or z1.shape != z2.shape or z1.shape[0] < 2:
         raise ValueError(f"z1 and z2 must both be (N, D) with N >= 2; got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    return no_overflow("z1 and z2", _spectral_loss(z1, z2))
+
+
+def _spectral_loss(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
+    """The arithmetic of `spectral_contrastive_loss` on checked (N, D) tensors, N >= 2."""
     n = z1.shape[0]
     pos = (z1 * z2).sum(dim=1)                                        # z1_i . z2_i
     all_pairs = ((z1.T @ z1) * (z2.T @ z2)).sum()                     # sum_{i,k} (z1_i . z2_k)^2, O(N D^2)
-    return no_overflow("z1 and z2", -2.0 * pos.mean() + (all_pairs - (pos**2).sum()) / (n * (n - 1)))
+    return -2.0 * pos.mean() + (all_pairs - (pos**2).sum()) / (n * (n - 1))
+
+
+def spectral_contrastive_mc_grad(Phi: Array, sigma2: float, n: int, seed: int = 0) -> torch.Tensor:
+    """Monte Carlo gradient of the spectral contrastive loss by autograd (Ch 3, the check of eq.
+    `eq-ssl1-spectral-grad`): `spectral_contrastive_loss`(x Phi^T, x' Phi^T) on the n pairs of
+    `two_view_gaussian`(n, d1, sqrt(sigma2), seed), differentiated with respect to Phi.
+
+    Unbatched: Phi (d2, d1); float64 on the CPU; n >= 2. An unbiased estimate of `spectral_contrastive_pop_grad`
+    with O(1/sqrt(n)) error. The pairs are drawn here, so they are not checked again.
+    """
+    sigma2 = as_nonnegative("sigma2", sigma2)
+    n, seed = as_int("n", n, minimum=2), as_seed("seed", seed)
+    Phi = torch.tensor(as_real_array("Phi", Phi, ndim=2, nonempty=True), requires_grad=True)
+    check_alloc(f"spectral_contrastive_mc_grad with n = {n}", 2.0 * n * (Phi.shape[0] + Phi.shape[1]))
+    x, xp = two_view_gaussian(n, Phi.shape[1], math.sqrt(sigma2), seed=seed, device="cpu")
+    return no_overflow("Phi", torch.autograd.grad(_spectral_loss(x @ Phi.T, xp @ Phi.T), Phi)[0])
 
 
 def spectral_contrastive_pop_grad(Phi: Array, sigma2: float) -> Array:
@@ -372,23 +410,22 @@ def simulate_spectral_contrastive(Phi0: Array, sigma2: float, wd: float | Array 
     record_every = as_int("record_every", record_every, minimum=1)
     dev = get_device(device)
     Phi = _batched_phi(Phi0, dev)
-    lam = _wd_tensor(wd, Phi.shape[0], dev)
+    lam = _host(_wd_tensor(wd, Phi.shape[0], dev))
     c = 1.0 + sigma2
     steps, records = [], {"t": [], "eigF": [], "loss": []}
-    state: tuple[torch.Tensor, ...] = (Phi,)
-    with few_threads_if_small(Phi.device, Phi.numel()):
+    state = (_host(Phi),)
+    with few_threads_if_small(Phi.device, Phi.numel()), _quiet_overflow():
         for k in range(n_steps + 1):
             if k % record_every == 0 or k == n_steps:
-                check_finite("Phi", state[0], step=k)
-                F = state[0] @ state[0].mT
+                check_finite("Phi", _torch(state[0]), step=k)
+                F = state[0] @ state[0].swapaxes(-1, -2)
                 steps.append(k)
                 records["t"].append(k * h)
-                records["eigF"].append(torch.linalg.eigvalsh(F).cpu().numpy())
-                records["loss"].append((-2 * F.diagonal(dim1=-2, dim2=-1).sum(-1)
-                                        + c**2 * (F * F).sum((-2, -1))).cpu().numpy())
+                records["eigF"].append(_linalg(F).eigvalsh(F))
+                records["loss"].append(-2 * (state[0] ** 2).sum((-2, -1)) + c**2 * (F * F).sum((-2, -1)))
             if k < n_steps:
                 state = rk4_step_unchecked(lambda st: (-_spectral_grad(st[0], c) - lam * st[0],), state, h)
-    return History.from_records(steps, records, {"Phi": state[0].cpu().numpy()})
+    return History.from_records(steps, records, {"Phi": _numpy(state[0])})
 
 
 def _wd_tensor(wd: float | Array, batch: int, device: torch.device,
@@ -433,23 +470,25 @@ def _tensors(name_a: str, a: Array, name_b: str, b: Array) -> tuple[torch.Tensor
     return torch.as_tensor(a), torch.as_tensor(b)
 
 
-def _metrics(state: tuple[torch.Tensor, ...], sigma2: float, t: float, step: int) -> dict[str, np.ndarray | float]:
+def _metrics(state: tuple[Array, ...], c: float, t: float, step: int) -> dict[str, Array | float]:
+    """What `simulate_noncontrastive` records at a step, on the loop's arrays (numpy or torch alike)."""
     phi, p = state[0], state[1]
     tgt = state[2] if len(state) > 2 else phi
-    c = 1.0 + sigma2
-    F = phi @ phi.mT
-    for name, x in (("Phi", phi), ("P", p), ("Phi_a", tgt), ("F = Phi Phi^T", F)):
-        check_finite(name, x, step=step)
+    F = phi @ phi.swapaxes(-1, -2)
     pf = p @ phi
     # 1/2 E||P Phi x - Phi_a x'||^2 = 1/2 [c ||P Phi||^2 - 2 tr(P Phi Phi_a^T) + c ||Phi_a||^2]
     loss = 0.5 * (c * (pf**2).sum((-2, -1)) - 2 * (pf * tgt).sum((-2, -1)) + c * (tgt**2).sum((-2, -1)))
-    eig_f, q = torch.linalg.eigh(F)
-    psym = 0.5 * (p + p.mT)
+    # one reduction on the happy path: a NaN or infinity in Phi, P or Phi_a reaches the loss, one in F its sum
+    if not math.isfinite(float(loss.sum()) + float(F.sum())):
+        for name, x in (("Phi", phi), ("P", p), ("Phi_a", tgt), ("F = Phi Phi^T", F)):
+            check_finite(name, _torch(x), step=step)
+    la = _linalg(F)
+    eig_f, q = la.eigh(F)
+    psym = 0.5 * (p + p.swapaxes(-1, -2))
     return {
-        "t": t, "loss": loss, "phi_norm": torch.linalg.matrix_norm(phi),
-        "commutator": commutator_ratio(p, F), "asym": torch.linalg.matrix_norm(p - p.mT),
-        "eigP": torch.linalg.eigvalsh(psym), "eigF": eig_f,
-        "modeP": (q.mT @ psym @ q).diagonal(dim1=-2, dim2=-1), "balance": F - p.mT @ p,
+        "t": t, "loss": loss, "phi_norm": _fro(phi), "commutator": _commutator_ratio(p, F),
+        "asym": _fro(p - p.swapaxes(-1, -2)), "eigP": la.eigvalsh(psym), "eigF": eig_f,
+        "modeP": (q * (psym @ q)).sum(-2), "balance": F - p.swapaxes(-1, -2) @ p, "P": p, "F": F,
     }
 
 
@@ -465,9 +504,38 @@ def commutator_ratio(A: Array, B: Array) -> np.ndarray:
         raise ValueError(f"A and B must be square matrices; got shapes {tuple(A.shape)} and {tuple(B.shape)}")
     if A.shape[-2:] != B.shape[-2:] or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"A and B must be square matrices of the same size; got {tuple(A.shape)} and {tuple(B.shape)}")
-    num = torch.linalg.matrix_norm(A @ B - B @ A)
-    den = torch.linalg.matrix_norm(A) * torch.linalg.matrix_norm(B)
-    return (num / torch.where(den > 0, den, torch.ones_like(den))).cpu().numpy()
+    return _numpy(_commutator_ratio(A, B))
+
+
+def _commutator_ratio(A: Array, B: Array) -> Array:
+    """The arithmetic of `commutator_ratio` on checked square matrices of one kind (numpy or torch)."""
+    den = _fro(A) * _fro(B)
+    return _fro(A @ B - B @ A) / (den + (den == 0))                 # 0 / 1 where A or B is 0
+
+
+def _fro(x: Array) -> Array:
+    """Frobenius norm over the last two axes, numpy or torch."""
+    return (x**2).sum((-2, -1)) ** 0.5
+
+
+def _linalg(x: Array) -> ModuleType:
+    return torch.linalg if isinstance(x, torch.Tensor) else np.linalg
+
+
+def _host(x: torch.Tensor) -> Array:
+    """The array a simulator's loop runs on: a numpy view of a CPU tensor (batches of small matrices cost
+    per-operation overhead, about 3x less in numpy than in torch), any other tensor unchanged."""
+    return x.numpy() if x.device.type == "cpu" else x
+
+
+def _quiet_overflow() -> np.errstate:
+    """numpy's loop overflows silently, as torch's does: a run that leaves the finite numbers is reported by the
+    DivergenceError at the next recorded step."""
+    return np.errstate(over="ignore", invalid="ignore")
+
+
+def _torch(x: Array) -> torch.Tensor:
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
 
 
 def _sigma2_wd(sigma2: float, wd: float) -> tuple[float, float]:
