@@ -326,28 +326,31 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     W = torch.empty_like(B)  # its images, rows H q
     T = torch.zeros(cap, cap, dtype=torch.float64, device=V.device)
     G = torch.zeros_like(T)
-    pending = list(torch.linalg.qr(V.double())[0].T)
+    # vectors to orthogonalise, each with its coefficients against the first rows of B when already known (a
+    # product's B^T w, computed for T, is the first Gram-Schmidt pass of the same vector)
+    pending: list[tuple[torch.Tensor, torch.Tensor | None]] = [(v, None) for v in torch.linalg.qr(V.double())[0].T]
     m, done = 0, False
     starts_left = len(pending)  # no stopping before every start vector is in the space
     while m < iters and pending:
-        q = pending.pop(0)
+        q, known = pending.pop(0)
         starts_left -= 1
         if m:
             Bm = B[:m]
-            for _ in range(2):
-                q = q - (Bm @ q) @ Bm
+            c = Bm @ q if known is None else torch.cat([known, B[known.numel():m] @ q])
+            q = q - c @ Bm
+            q = q - (Bm @ q) @ Bm  # twice is enough
         norm = float(q.norm())
         if norm < 1e-10:
             continue  # the space is invariant in this direction
         q = q / norm
         w = matvec(q.to(dt)).double()
         B[m], W[m] = q, w
-        col = 0.5 * (B[: m + 1] @ w + W[: m + 1] @ q)  # (q_i^T H q_m + q_m^T H q_i) / 2
+        bw, wqw = B[: m + 1] @ w, W[: m + 1] @ torch.stack([q, w], dim=1)  # one pass over each buffer
+        col = 0.5 * (bw + wqw[:, 0])  # (q_i^T H q_m + q_m^T H q_i) / 2
         T[: m + 1, m], T[m, : m + 1] = col, col
-        gcol = W[: m + 1] @ w
-        G[: m + 1, m], G[m, : m + 1] = gcol, gcol
+        G[: m + 1, m], G[m, : m + 1] = wqw[:, 1], wqw[:, 1]
         m += 1
-        pending.append(w)
+        pending.append((w, bw))
         if tol > 0 and m >= k and starts_left <= 0 and m < iters:
             theta, S = _ritz_small(T[:m, :m], k)
             res2 = torch.einsum("ij,ik,kj->j", S, G[:m, :m], S) - theta**2
