@@ -193,6 +193,76 @@ def test_general_u_rhs_and_deep_rhs():
         dl.deep_balanced_rhs(0.1, 1.0, 0)
 
 
+def test_scalar_flows_match_closed_forms_and_check_once():
+    """general_u_flow / deep_balanced_flow (DOP853 on the unchecked right-hand sides) against the closed forms and the
+    quadrature; bad input is refused once, naming the argument."""
+    t = np.linspace(0, 40, 81)
+    for a0, b0 in [(0.3, 0.01), (0.5, -0.2), (0.05, 0.04)]:
+        np.testing.assert_allclose(dl.general_u_flow(t, 2.0, a0 * b0, a0**2 - b0**2, tau=10.0),
+                                   dl.hyperbolic_u(t, 2.0, a0, b0, tau=10.0), atol=1e-9)
+    np.testing.assert_allclose(dl.deep_balanced_flow(t / 10, 1.5, 1e-2, 2), dl.riccati_u(t / 10, 1.5, 1e-2), atol=1e-10)
+    t_h = float(dl.deep_balanced_time(1e-3, 0.5, 1.0, 3))
+    u = dl.deep_balanced_flow(np.array([0.0, t_h]), 1.0, 1e-3, 3)
+    assert u[0] == 1e-3 and u[1] == pytest.approx(0.5, rel=1e-8)
+    assert dl.general_u_flow([0.0], 1.0, 0.2, 0.0).tolist() == [0.2]
+    for bad, match in [({"t_eval": [1.0, 2.0]}, "t_eval"), ({"t_eval": [0.0, 2.0, 1.0]}, "t_eval"), ({"s": -1.0}, "s"),
+                       ({"u0": np.nan}, "u0"), ({"c0": "x"}, "c0"), ({"tau": 0.0}, "tau"), ({"rtol": -1.0}, "rtol")]:
+        with pytest.raises((ValueError, TypeError), match=match):
+            dl.general_u_flow(**{"t_eval": t, "s": 1.0, "u0": 0.1, "c0": 0.0, **bad})
+    for bad, match in [({"u0": -0.1}, "u0"), ({"D": 0}, "D"), ({"s": 0.0}, "s")]:
+        with pytest.raises(ValueError, match=match):
+            dl.deep_balanced_flow(**{"t_eval": t, "s": 1.0, "u0": 0.1, "D": 3, **bad})
+
+
+def test_scalar_gd_names_the_first_bad_step():
+    """The run is checked once, at the end: the step named is still the first non-finite one."""
+    def first_bad(a: np.ndarray, b: np.ndarray) -> int:  # GD with a check after every step
+        with np.errstate(over="ignore", invalid="ignore"):
+            for k in range(1, 100):
+                r = 1.0 - a * b
+                a, b = a + b * r, b + a * r
+                if not np.all(np.isfinite(a) & np.isfinite(b)):
+                    return k
+        return -1
+
+    k = first_bad(np.full(2, 3.0), np.array([3.0, 0.1]))
+    assert k > 1
+    with pytest.raises(DivergenceError, match=f"at step {k} "):
+        dl.scalar_gd_path(1.0, np.full(2, 3.0), np.array([3.0, 0.1]), 1.0, 100)
+
+
+def test_torch_loops_match_numpy_loops(task, monkeypatch):
+    """On the CPU the simulators' loops run in numpy, on an accelerator in torch, written once for both: run the torch
+    path on the CPU (as an accelerator would) and compare every metric."""
+    from learndyn import deep_linear_sim as dls
+    W1, W2 = dl.small_random_init(6, 10, 8, 0.3, batch=3, seed=4, device="cpu")
+    Sxx = task.V @ np.diag(np.linspace(1.5, 0.5, 6)) @ task.V.T
+    runs = {
+        "two_layer": lambda: dl.train_two_layer(task.Sigma, W1, W2, eta=torch.tensor([0.02, 0.05, 2.0]), steps=60,
+                                                record_every=7, U=task.U, V=task.V, track=dls.TRACKS, device="cpu",
+                                                on_divergence="flag"),
+        "chain": lambda: dl.train_chain(task.Sigma, [W1, W2], eta=0.03, steps=40, record_every=3, device="cpu"),
+        "shallow": lambda: dl.train_shallow(task.Sigma, W2 @ W1, eta=0.1, steps=30, device="cpu"),
+        "deep": lambda: dl.train_deep_linear(task.Sigma[:6], Sxx, [W1, W1.transpose(-1, -2), 0.5 * torch.eye(6)[None]
+                                                                   .expand(3, 6, 6)], 0.05, 40, device="cpu"),
+    }
+    ref = {name: run() for name, run in runs.items()}
+    monkeypatch.setattr(dls, "_backend", lambda dev, *xs: list(xs))      # keep the tensors, as on an accelerator
+    for name, run in runs.items():
+        got = run()
+        np.testing.assert_array_equal(got.steps, ref[name].steps)
+        pairs = [(key, got[key], ref[name][key]) for key in ref[name].metrics]
+        for key, val in ref[name].final.items():                        # final: arrays or lists of layers
+            vals = val if isinstance(val, list) else [val]
+            pairs += [(f"final {key}", np.asarray(g), v) for g, v in zip(
+                got.final[key] if isinstance(val, list) else [got.final[key]], vals, strict=True)]
+        for key, g, r in pairs:                                         # a diverged run: NaN or inf alike
+            np.testing.assert_allclose(*(np.where(np.isfinite(x), x, np.nan) for x in (g, r)), rtol=1e-11, atol=1e-13,
+                                       err_msg=f"{name}: {key}")
+    at = ref["two_layer"].final["diverged_at"]
+    assert at[0] == at[1] == -1 and at[2] > 0
+
+
 def test_shallow_closed_forms(task):
     assert dl.shallow_flow(0.0, 2.0, 0.3) == pytest.approx(0.3, rel=1e-15)
     assert dl.shallow_flow(1e3, 2.0, 0.3) == pytest.approx(2.0)
@@ -361,6 +431,12 @@ def test_flow_two_layer_matches_hyperbolic_and_gd(task):
         dl.flow_two_layer(task.Sigma, W1.numpy(), W2.numpy(), [1.0, 2.0])
     with pytest.raises(ValueError, match="unbatched"):
         dl.flow_two_layer(task.Sigma, W1.numpy()[None], W2.numpy(), t)
+    some = dl.flow_two_layer(task.Sigma, W1.numpy(), W2.numpy(), t, U=task.U, V=task.V, track=("modes", "W2"))
+    assert sorted(some.metrics) == ["W2", "modes"]
+    np.testing.assert_array_equal(some["modes"], flow["modes"])
+    np.testing.assert_array_equal(some.final["W1"], flow.final["W1"])
+    with pytest.raises(ValueError, match="track"):
+        dl.flow_two_layer(task.Sigma, W1.numpy(), W2.numpy(), t, track=("offdiag",))
 
 
 def test_train_chain_matches_two_layer_and_autograd(task):

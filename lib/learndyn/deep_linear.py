@@ -26,10 +26,12 @@ from .core import (
     as_callable,
     as_int,
     as_positive,
+    as_real,
     as_real_array,
     as_real_tensor,
     as_seed,
     as_steps,
+    as_times,
     broadcast,
     no_overflow,
 )
@@ -38,47 +40,14 @@ from .core import (
 from .tasks import Task, hierarchical_task, svd_task, tree_spectrum  # re-export
 
 __all__ = [
-    "two_layer_loss",
-    "two_layer_grads",
-    "balance",
-    "origin_hessian_spectrum",
-    "scalar_gd_path",
-    "scalar_gd",
-    "Task",
-    "svd_task",
-    "hierarchical_task",
-    "riccati_u",
-    "riccati_time",
-    "gd_half_steps",
-    "gd_riccati_lag_coefficient",
-    "general_u_rhs",
-    "hyperbolic_u",
-    "hyperbolic_time",
-    "shallow_flow",
-    "shallow_gd",
-    "deep_balanced_rhs",
-    "deep_balanced_time",
-    "chain_sharpness",
-    "deep_half_time_large_D",
-    "deep_half_time_small_u0",
-    "tree_spectrum",
-    "mode_strengths",
-    "effective_u0",
-    "gram_schmidt_delay",
-    "balanced_matrix_modes",
-    "half_times",
-    "check_effective_u0",
-    "decoupled_init",
-    "small_random_init",
-    "train_two_layer",
-    "train_chain",
-    "train_shallow",
-    "flow_two_layer",
-    "train_deep_linear",
-    "gd_chains",
-    "train_greedy_pretraining",
-    "decoupled_form",
-    "crossing_step",
+    "two_layer_loss", "two_layer_grads", "balance", "origin_hessian_spectrum", "scalar_gd_path", "scalar_gd", "Task",
+    "svd_task", "hierarchical_task", "riccati_u", "riccati_time", "gd_half_steps", "gd_riccati_lag_coefficient",
+    "general_u_rhs", "general_u_flow", "hyperbolic_u", "hyperbolic_time", "shallow_flow", "shallow_gd",
+    "deep_balanced_rhs", "deep_balanced_flow", "deep_balanced_time", "chain_sharpness", "deep_half_time_large_D",
+    "deep_half_time_small_u0", "tree_spectrum", "mode_strengths", "effective_u0", "gram_schmidt_delay",
+    "balanced_matrix_modes", "half_times", "check_effective_u0", "decoupled_init", "small_random_init",
+    "train_two_layer", "train_chain", "train_shallow", "flow_two_layer", "train_deep_linear", "gd_chains",
+    "train_greedy_pretraining", "decoupled_form", "crossing_step",
 ]
 
 
@@ -152,10 +121,13 @@ def scalar_gd_path(s: float | np.ndarray, a0: float | np.ndarray, b0: float | np
     A[0], B[0] = a, b
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(steps):
-            r = s - A[k] * B[k]
-            A[k + 1], B[k + 1] = A[k] + eta * B[k] * r, B[k] + eta * A[k] * r
-            if not (np.all(np.isfinite(A[k + 1])) and np.all(np.isfinite(B[k + 1]))):
-                raise DivergenceError(f"scalar GD diverged at step {k + 1} (eta={eta:g}); try a smaller eta")
+            r = s - a * b
+            a, b = a + eta * b * r, b + eta * a * r
+            A[k + 1], B[k + 1] = a, b
+    # A NaN or inf never turns finite again (inf - inf and 0 * inf are NaN), so the run is checked once, at the end
+    bad = ~(np.isfinite(A) & np.isfinite(B)).reshape(steps + 1, -1).all(axis=1)
+    if bad.any():
+        raise DivergenceError(f"scalar GD diverged at step {int(np.argmax(bad))} (eta={eta:g}); try a smaller eta")
     return A, B
 
 
@@ -176,8 +148,7 @@ def riccati_u(t: ArrayLike, s: ArrayLike, u0: ArrayLike, tau: float = 1.0) -> np
     Holds for a balanced mode (a = b); u0 > 0, s > 0. Arguments broadcast.
     """
     t, s, u0 = broadcast("t, s and u0", _real("t", t), _positive("s", s), _positive("u0", u0))
-    tau = as_positive("tau", tau)
-    return s / (1.0 + (s / u0 - 1.0) * np.exp(-2.0 * s * t / tau))
+    return s / (1.0 + (s / u0 - 1.0) * np.exp(-2.0 * s * t / as_positive("tau", tau)))
 
 
 def riccati_time(u0: ArrayLike, uf: ArrayLike, s: ArrayLike, tau: float = 1.0) -> np.ndarray:
@@ -226,16 +197,16 @@ def gd_riccati_lag_coefficient(s: ArrayLike, u0: ArrayLike) -> np.ndarray:
     def one(sv: float, uv: float) -> float:
         z0 = np.log(uv / (sv - uv))
 
-        def neg(z: float) -> float:
+        def gap(z: np.ndarray | float) -> np.ndarray | float:      # on a grid of z at once, or at one z
             sig = 0.5 * (1.0 + np.tanh(0.5 * z))
             delta = (z - z0) / 4.0 - 0.75 * (np.logaddexp(0.0, z) - np.logaddexp(0.0, z0))
-            return -abs(2.0 * sv**2 * sig * (1.0 - sig) * delta)
+            return np.abs(2.0 * sv**2 * sig * (1.0 - sig) * delta)
 
         zs = np.linspace(z0, 40.0, 8001)
-        i = int(np.argmin([neg(z) for z in zs]))
+        i = int(np.argmax(gap(zs)))
         lo, hi = zs[max(i - 1, 0)], zs[min(i + 1, zs.size - 1)]
-        res = optimize.minimize_scalar(neg, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
-        return -min(res.fun, neg(zs[i]))
+        res = optimize.minimize_scalar(lambda z: -gap(z), bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
+        return max(-res.fun, gap(zs[i]))
 
     return np.vectorize(one, otypes=[float])(s, u0)
 
@@ -243,7 +214,31 @@ def gd_riccati_lag_coefficient(s: ArrayLike, u0: ArrayLike) -> np.ndarray:
 def general_u_rhs(u: ArrayLike, s: ArrayLike, c0: ArrayLike, tau: float = 1.0) -> np.ndarray:
     """du/dt for one mode with conserved c0 = a^2 - b^2, eq. `eq-saxe-general-u`: sqrt(c0^2 + 4 u^2) (s - u) / tau."""
     u, s, c0 = broadcast("u, s and c0", _real("u", u), _positive("s", s), _real("c0", c0))
-    return no_overflow("u and c0", np.sqrt(c0**2 + 4.0 * u**2) * (s - u) / as_positive("tau", tau))
+    return no_overflow("u and c0", _general_u_rhs(u, s, c0, as_positive("tau", tau)))
+
+
+def _general_u_rhs(u: np.ndarray, s: float, c0: float, tau: float) -> np.ndarray:
+    return np.sqrt(c0**2 + 4.0 * u**2) * (s - u) / tau
+
+
+def general_u_flow(t_eval: ArrayLike, s: float, u0: float, c0: float, tau: float = 1.0, rtol: float = 1e-12,
+                   atol: float = 1e-14) -> np.ndarray:
+    """u(t) at the times t_eval (increasing, from 0) of the ODE of `general_u_rhs`, eq. `eq-saxe-general-u`, from u0:
+    scipy's DOP853, the reference its closed forms are checked against (Ch 2). Checked once; the solver's calls not."""
+    s, u0, c0, tau = as_positive("s", s), as_real("u0", u0), as_real("c0", c0), as_positive("tau", tau)
+    return _scalar_flow(lambda _t, u: _general_u_rhs(u, s, c0, tau), t_eval, u0, rtol, atol)
+
+
+def _scalar_flow(rhs: Callable[..., np.ndarray], t_eval: ArrayLike, u0: float, rtol: float, atol: float) -> np.ndarray:
+    """DOP853 on a checked scalar ODE du/dt = rhs(t, u) from u0 at the times t_eval (checked here)."""
+    t = as_times("t_eval", t_eval, strict=True, start_zero=True)
+    rtol, atol = as_positive("rtol", rtol), as_positive("atol", atol)
+    if t[-1] == 0:                                     # t_eval = [0]: the start (solve_ivp needs a time span)
+        return np.full(1, u0)
+    sol = integrate.solve_ivp(rhs, (0.0, t[-1]), [u0], method="DOP853", t_eval=t, rtol=rtol, atol=atol)
+    if not sol.success or not np.all(np.isfinite(sol.y)):
+        raise DivergenceError(f"solve_ivp failed: {sol.message} (u0 = {u0:g})")
+    return sol.y[0]
 
 
 def hyperbolic_u(t: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, tau: float = 1.0) -> np.ndarray:
@@ -256,8 +251,7 @@ def hyperbolic_u(t: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, tau: 
     When |c0| < 1e-9 max(s, |u0|) the balanced solution is used instead (the limit c0 -> 0, where the formula above
     loses digits): the Riccati law for u0 > 0, its time reversal (decay to the saddle) for u0 < 0. Arguments broadcast.
     """
-    t, s, a0, b0 = _real("t", t), _positive("s", s), _real("a0", a0), _real("b0", b0)
-    tau = as_positive("tau", tau)
+    t, s, a0, b0, tau = _real("t", t), _positive("s", s), _real("a0", a0), _real("b0", b0), as_positive("tau", tau)
     t, s, a0, b0 = broadcast("t, s, a0 and b0", t, s, a0, b0)
     c, u0 = np.abs(a0**2 - b0**2), a0 * b0
     bal = c < 1e-9 * np.maximum(s, np.abs(u0))
@@ -281,8 +275,7 @@ def hyperbolic_time(uf: ArrayLike, s: ArrayLike, a0: ArrayLike, b0: ArrayLike, t
     uf must lie strictly between u0 = a0 b0 and s (the mode moves monotonically towards s). Balanced modes
     (|c0| below the threshold of `hyperbolic_u`) use `riccati_time`.
     """
-    uf, s, a0, b0 = _real("uf", uf), _positive("s", s), _real("a0", a0), _real("b0", b0)
-    tau = as_positive("tau", tau)
+    uf, s, a0, b0, tau = _real("uf", uf), _positive("s", s), _real("a0", a0), _real("b0", b0), as_positive("tau", tau)
     uf, s, a0, b0 = broadcast("uf, s, a0 and b0", uf, s, a0, b0)
     c, u0 = np.abs(a0**2 - b0**2), a0 * b0
     bal = c < 1e-9 * np.maximum(s, np.abs(u0))
@@ -331,7 +324,21 @@ def deep_balanced_rhs(u: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0) -> n
     u, s = broadcast("u and s", _real("u", u), _positive("s", s))
     if np.any(u < 0):
         raise ValueError("u must be non-negative for the balanced chain (u = a^D with a >= 0)")
-    return D * u ** (2.0 - 2.0 / D) * (s - u) / as_positive("tau", tau)
+    return _deep_balanced_rhs(u, s, D, as_positive("tau", tau))
+
+
+def _deep_balanced_rhs(u: np.ndarray, s: float, D: int, tau: float) -> np.ndarray:
+    return D * u ** (2.0 - 2.0 / D) * (s - u) / tau
+
+
+def deep_balanced_flow(t_eval: ArrayLike, s: float, u0: float, D: int, tau: float = 1.0, rtol: float = 1e-12,
+                       atol: float = 1e-14) -> np.ndarray:
+    """u(t) at the times t_eval (increasing, from 0) of the balanced depth-D chain, the ODE of `deep_balanced_rhs`
+    (eq. `eq-saxe-depth`), from u0 >= 0: scipy's DOP853 (Ch 2), checked once as `general_u_flow`."""
+    s, u0, D, tau = as_positive("s", s), as_real("u0", u0), as_int("D", D, minimum=1), as_positive("tau", tau)
+    if u0 < 0:
+        raise ValueError(f"u0 must be non-negative for the balanced chain (u = a^D with a >= 0); got {u0!r}")
+    return _scalar_flow(lambda _t, u: _deep_balanced_rhs(u, s, D, tau), t_eval, u0, rtol, atol)
 
 
 def deep_balanced_time(u0: ArrayLike, uf: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0) -> np.ndarray:
@@ -376,8 +383,7 @@ def deep_half_time_large_D(u0: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0
     D = as_int("D", D, minimum=1)
     u0, s = broadcast("u0 and s", _real("u0", u0), _positive("s", s))
     u0 = _inside("u0", u0, 0.0, s / 2)
-    tau = as_positive("tau", tau)
-    return tau / D * ((1.0 / u0 - 2.0 / s) / s + np.log((s - u0) / u0) / s**2)
+    return as_positive("tau", tau) / D * ((1.0 / u0 - 2.0 / s) / s + np.log((s - u0) / u0) / s**2)
 
 
 def deep_half_time_small_u0(u0: ArrayLike, s: ArrayLike, D: int, tau: float = 1.0, terms: int = 60) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Simulators of deep linear networks (Ch 2): GD in torch, batched on a leading axis B, and a gradient-flow reference.
+"""Simulators of deep linear networks (Ch 2): GD batched on a leading axis B, and a gradient-flow reference.
 
 Re-exported by `learndyn.deep_linear`; use them from there. Conventions of that module: W1 (N2, N1), W2 (N3, N2),
 Sigma = U S V^T (N3, N1), E = 1/2 ||Sigma - W2 W1||_F^2 (whitened inputs, eq. `eq-saxe-loss`), GD step k compared
@@ -8,6 +8,10 @@ Simulators run in float64 on `device` (default `learndyn.get_device()`) and retu
 metrics have the recorded steps as leading axis: "modes" (K, [B,] r), "loss" (K, [B]), ... . A run that leaves the
 finite numbers raises `DivergenceError` naming the step, or, with on_divergence="flag", records in
 `final["diverged_at"]` the first non-finite step of each run (-1: none).
+
+The arguments are checked once, as torch tensors on `device`; on the CPU the GD loops then run in numpy on the same
+float64 arrays (for matrices this small a torch operation costs 3-5 numpy ones: overhead), elsewhere in torch. The loops
+are written once in the operations both share (`@`, `swapaxes`, `sum`, `diagonal`): the same arithmetic on both.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from .core import (
     as_real_array,
     as_real_tensor,
     as_seed,
+    as_times,
     check_alloc,
     few_threads_if_small,
     get_device,
@@ -41,8 +46,10 @@ __all__ = ["decoupled_init", "small_random_init", "train_two_layer", "train_chai
            "train_deep_linear", "gd_chains", "train_greedy_pretraining", "decoupled_form", "crossing_step"]
 
 Tensor = torch.Tensor
+Array = np.ndarray | Tensor          # what the GD loops run on: numpy arrays on the CPU, torch tensors on accelerators
 OnDivergence = Literal["raise", "flag"]
 TRACKS = ("modes", "loss", "balance_drift", "offdiag", "drift_bound")
+_QUIET = {"over": "ignore", "invalid": "ignore"}  # numpy warns where torch does not; `_Divergence` reports a divergence
 
 
 def decoupled_init(task: Task, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLike | None = None,
@@ -136,11 +143,26 @@ def train_two_layer(Sigma: ArrayLike | Tensor, W1: ArrayLike | Tensor, W2: Array
     eta_t = _eta(eta, W1, dev)
     track = _tracks(track)
     Ut, Vt = _basis(Sig, U, V, dev)
-    div = _Divergence(on_divergence, W1.shape[:-2], dev)
-    steps_rec, rec = [], {name: [] for name in track}
-    with few_threads_if_small(dev, _numel(W1, W2)):
-        W1, W2 = _gd_two_layer(Sig, W1, W2, eta_t, steps, record_every, track, Ut, Vt, div, steps_rec, rec)
-    return History.from_records(steps_rec, rec, {"W1": _np(W1), "W2": _np(W2), **div.final()})
+    div = _Divergence(on_divergence, W1.shape[:-2])
+    Sig, W1, W2, eta_t, UtT, Vt = _backend(dev, Sig, W1, W2, eta_t, Ut.T, Vt)
+    C0, steps_rec, rec = W1 @ W1.swapaxes(-1, -2) - W2.swapaxes(-1, -2) @ W2, [], {name: [] for name in track}
+    bound = abs(W1[..., 0, 0]) * 0.0                           # ([B]) zeros of the backend: the drift bound so far
+    with few_threads_if_small(dev, _numel(W1, W2)), np.errstate(**_QUIET):
+        for k in range(steps + 1):
+            P = W2 @ W1
+            G = Sig - P
+            if k % record_every == 0 or k == steps:
+                steps_rec.append(k)
+                for name, val in _metrics(track, G, P, W1, W2, UtT, Vt, C0, bound).items():
+                    rec[name].append(val)
+            if k == steps:
+                break
+            m1, m2 = W2.swapaxes(-1, -2) @ G, G @ W1.swapaxes(-1, -2)  # minus the gradients (bitwise: no negation)
+            if "drift_bound" in track:
+                bound = bound + eta_t[..., 0, 0] ** 2 * ((m1**2).sum((-2, -1)) + (m2**2).sum((-2, -1)))
+            W1, W2 = W1 + eta_t * m1, W2 + eta_t * m2
+            div.check(k + 1, W1, W2)
+    return _history(steps_rec, rec, {"W1": _np(W1), "W2": _np(W2), **div.final()})
 
 
 def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], eta: float | ArrayLike | Tensor,
@@ -153,22 +175,16 @@ def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], eta
     """
     dev = get_device(device)
     Sig = _tensor("Sigma", Sigma, dev)
-    if isinstance(Ws, str | np.ndarray | Tensor) or not isinstance(Ws, Sequence):
-        raise TypeError(f"Ws must be a list of weight matrices [W_1, ..., W_D]; got {type(Ws).__name__}")
-    if len(Ws) < 1:
-        raise ValueError("Ws must hold at least one weight matrix")
-    Ws = [_tensor(f"Ws[{j}]", W, dev) for j, W in enumerate(Ws)]
-    for j in range(1, len(Ws)):
-        if Ws[j].shape[-1] != Ws[j - 1].shape[-2] or Ws[j].shape[:-2] != Ws[0].shape[:-2]:
-            raise ValueError(f"Ws[{j}] {tuple(Ws[j].shape)} does not chain with Ws[{j - 1}] {tuple(Ws[j - 1].shape)}")
-    if Sig.ndim != 2 or (Ws[-1].shape[-2], Ws[0].shape[-1]) != tuple(Sig.shape):
+    if Sig.ndim != 2:
         raise ValueError(f"Sigma {tuple(Sig.shape)} must have shape (rows of Ws[-1], columns of Ws[0])")
+    Ws = _chain(Ws, Sig, dev)
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
     eta_t = _eta(eta, Ws[0], dev)
     Ut, Vt = _basis(Sig, U, V, dev)
-    div = _Divergence(on_divergence, Ws[0].shape[:-2], dev)
+    div = _Divergence(on_divergence, Ws[0].shape[:-2])
+    Sig, eta_t, UtT, Vt, *Ws = _backend(dev, Sig, eta_t, Ut.T, Vt, *Ws)
     steps_rec, rec = [], {"modes": [], "loss": []}
-    with few_threads_if_small(dev, _numel(*Ws)):
+    with few_threads_if_small(dev, _numel(*Ws)), np.errstate(**_QUIET):
         for k in range(steps + 1):
             pre = [None]                                           # pre[j] = W_j .. W_1 (None: identity)
             for W in Ws:
@@ -176,17 +192,17 @@ def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], eta
             G = Sig - pre[-1]
             if k % record_every == 0 or k == steps:
                 steps_rec.append(k)
-                rec["modes"].append(_diag_modes(Ut, pre[-1], Vt))
+                rec["modes"].append(_diag(UtT @ pre[-1] @ Vt))
                 rec["loss"].append(0.5 * (G**2).sum((-2, -1)))
             if k == steps:
                 break
             back, grads = G, [None] * len(Ws)                      # back = (W_D .. W_{j+1})^T G
             for j in range(len(Ws) - 1, -1, -1):
-                grads[j] = -(back if pre[j] is None else back @ pre[j].transpose(-1, -2))
-                back = Ws[j].transpose(-1, -2) @ back
+                grads[j] = -(back if pre[j] is None else back @ pre[j].swapaxes(-1, -2))
+                back = Ws[j].swapaxes(-1, -2) @ back
             Ws = [W - eta_t * g for W, g in zip(Ws, grads, strict=True)]
             div.check(k + 1, *Ws)
-    return History.from_records(steps_rec, rec, {"Ws": [_np(W) for W in Ws], **div.final()})
+    return _history(steps_rec, rec, {"Ws": [_np(W) for W in Ws], **div.final()})
 
 
 def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, eta: float | ArrayLike | Tensor, steps: int,
@@ -204,14 +220,15 @@ def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, eta: float 
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
     eta_t = _eta(eta, W, dev)
     Ut, Vt = _basis(Sig, U, V, dev)
-    div = _Divergence("raise", W.shape[:-2], dev)
+    div = _Divergence("raise", W.shape[:-2])
+    Sig, W, eta_t, UtT, Vt = _backend(dev, Sig, W, eta_t, Ut.T, Vt)
     steps_rec, rec = [], {"modes": [], "loss": []}
-    with few_threads_if_small(dev, _numel(W)):
+    with few_threads_if_small(dev, _numel(W)), np.errstate(**_QUIET):
         for k in range(steps + 1):
             G = Sig - W
             if k % record_every == 0 or k == steps:
                 steps_rec.append(k)
-                rec["modes"].append(_diag_modes(Ut, W, Vt))
+                rec["modes"].append(_diag(UtT @ W @ Vt))
                 rec["loss"].append(0.5 * (G**2).sum((-2, -1)))
                 if k == 0:
                     no_overflow("Sigma and W0", rec["loss"][0])
@@ -219,55 +236,60 @@ def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, eta: float 
                 break
             W = W + eta_t * G
             div.check(k + 1, W)
-    return History.from_records(steps_rec, rec, {"W": _np(W)})
+    return _history(steps_rec, rec, {"W": _np(W)})
 
 
 def flow_two_layer(Sigma: ArrayLike, W1: ArrayLike, W2: ArrayLike, t_eval: ArrayLike, rtol: float = 1e-10,
                    atol: float = 1e-12, tau: float = 1.0, U: ArrayLike | None = None,
-                   V: ArrayLike | None = None) -> History:
+                   V: ArrayLike | None = None, track: Sequence[str] = ("modes", "loss", "balance_drift", "W1", "W2")
+                   ) -> History:
     """Reference gradient flow tau dW1/dt = W2^T G, tau dW2/dt = G W1^T (eq. `eq-saxe-flow`) by scipy's DOP853.
 
     Shares no code with the GD simulators. Unbatched; numpy in, `History` out with steps = t_eval (increasing,
-    from t_eval[0] = 0) and metrics "modes", "loss", "balance_drift", "W1", "W2".
+    from t_eval[0] = 0) and the metrics in `track` (default all): "modes", "loss", "balance_drift" (as in
+    `train_two_layer`) and the weights "W1", "W2" at every time. final: "W1", "W2" at t_eval[-1].
     """
     Sig, W1, W2 = (as_real_array(n, x, nonempty=True) for n, x in (("Sigma", Sigma), ("W1", W1), ("W2", W2)))
     if Sig.ndim != 2 or W1.ndim != 2 or W2.ndim != 2 or W1.shape[0] != W2.shape[1] \
             or (W2.shape[0], W1.shape[1]) != Sig.shape:
         raise ValueError(f"flow_two_layer is unbatched; shapes must chain: Sigma (N3, N1), W1 (N2, N1), W2 (N3, N2);"
                          f" got {Sig.shape}, {W1.shape}, {W2.shape}")
-    t = as_real_array("t_eval", t_eval, nonempty=True).ravel()
-    if t.size < 1 or t[0] != 0 or np.any(np.diff(t) <= 0):
-        raise ValueError("t_eval must start at 0 and increase strictly")
+    t = as_times("t_eval", t_eval, strict=True, start_zero=True)
     tau, rtol, atol = as_positive("tau", tau), as_positive("rtol", rtol), as_positive("atol", atol)
+    track = _tracks(track, ("modes", "loss", "balance_drift", "W1", "W2"))
     Ut, Vt = _basis(torch.as_tensor(Sig), U, V, torch.device("cpu"))
-    n1 = W1.size
+    UnT, Vn, n1, r = Ut.numpy().T, Vt.numpy(), W1.size, min(Sig.shape)
 
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
         A, B = y[:n1].reshape(W1.shape), y[n1:].reshape(W2.shape)
         G = Sig - B @ A
         return np.concatenate([(B.T @ G).ravel(), (G @ A.T).ravel()]) / tau
 
-    y0 = np.concatenate([W1.ravel(), W2.ravel()])
+    def metrics(y: np.ndarray) -> dict[str, np.ndarray]:              # at the states y (n1 + n2, K)
+        A, B = y[:n1].T.reshape(-1, *W1.shape), y[n1:].T.reshape(-1, *W2.shape)
+        P, out = B @ A, {"W1": A, "W2": B}
+        if "modes" in track:
+            out["modes"] = np.diagonal(UnT @ P @ Vn, axis1=-2, axis2=-1)[:, :r]
+        if "loss" in track:
+            out["loss"] = 0.5 * np.sum((Sig - P) ** 2, axis=(-2, -1))
+        if "balance_drift" in track:
+            C = A @ np.swapaxes(A, -1, -2) - np.swapaxes(B, -1, -2) @ B
+            out["balance_drift"] = np.linalg.norm(C - C0, ord=2, axis=(-2, -1))
+        return {name: out[name] for name in track}
+
+    y0, C0 = np.concatenate([W1.ravel(), W2.ravel()]), W1 @ W1.T - W2.T @ W2
     if t[-1] == 0:                                     # t_eval = [0]: the start (solve_ivp needs a time span)
-        y = y0[:, None]
+        parts, y_end = [metrics(y0[:, None])], y0
     else:
-        sol = integrate.solve_ivp(rhs, (0.0, t[-1]), y0, method="DOP853", t_eval=t, rtol=rtol, atol=atol)
+        sol = integrate.solve_ivp(rhs, (0.0, t[-1]), y0, method="DOP853", dense_output=True, rtol=rtol, atol=atol)
         if not sol.success:
             raise DivergenceError(f"solve_ivp failed: {sol.message}")
-        y = sol.y
-    A = y[:n1].T.reshape(-1, *W1.shape)
-    B = y[n1:].T.reshape(-1, *W2.shape)
-    Un, Vn = Ut.numpy(), Vt.numpy()
-    C = A @ np.swapaxes(A, -1, -2) - np.swapaxes(B, -1, -2) @ B
-    r = min(Sig.shape)
-    metrics = {
-        "modes": np.diagonal(Un.T @ B @ A @ Vn, axis1=-2, axis2=-1)[:, :r],
-        "loss": 0.5 * np.sum((Sig - B @ A) ** 2, axis=(-2, -1)),
-        "balance_drift": np.linalg.norm(C - C[0], ord=2, axis=(-2, -1)),
-        "W1": A,
-        "W2": B,
-    }
-    return History(t, metrics, {"W1": A[-1], "W2": B[-1]})
+        # the dense output in chunks of times: the states of a long t_eval are never all held at once
+        chunk = max(1, (1 << 19) // y0.size)
+        parts = [metrics(sol.sol(t[i:i + chunk])) for i in range(0, t.size, chunk)]
+        y_end = sol.y[:, -1]
+    metrics_all = {name: np.concatenate([p[name] for p in parts]) for name in track}
+    return History(t, metrics_all, {"W1": y_end[:n1].reshape(W1.shape), "W2": y_end[n1:].reshape(W2.shape)})
 
 
 def train_deep_linear(Sigma: ArrayLike | Tensor, Sigma_xx: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor],
@@ -292,43 +314,34 @@ def train_deep_linear(Sigma: ArrayLike | Tensor, Sigma_xx: ArrayLike | Tensor, W
     if not torch.allclose(Sxx, Sxx.T, rtol=0.0, atol=1e-12 * float(Sxx.abs().max())) \
             or float(torch.linalg.eigvalsh(Sxx).min()) <= 0:
         raise ValueError("Sigma_xx must be symmetric positive definite (an input correlation of full rank)")
-    if isinstance(Ws, str | np.ndarray | Tensor) or not isinstance(Ws, Sequence) or len(Ws) < 1:
-        raise TypeError(f"Ws must be a non-empty list of weight matrices [W_1, ..., W_D]; got {type(Ws).__name__}")
-    Ws = [_tensor(f"Ws[{j}]", W, dev) for j, W in enumerate(Ws)]
-    for j in range(1, len(Ws)):
-        if Ws[j].shape[-1] != Ws[j - 1].shape[-2] or Ws[j].shape[:-2] != Ws[0].shape[:-2]:
-            raise ValueError(f"Ws[{j}] {tuple(Ws[j].shape)} does not chain with Ws[{j - 1}] {tuple(Ws[j - 1].shape)}")
-    if (Ws[-1].shape[-2], Ws[0].shape[-1]) != tuple(Sig.shape):
-        raise ValueError(f"Sigma {tuple(Sig.shape)} must have shape (rows of Ws[-1], columns of Ws[0])")
+    Ws = _chain(Ws, Sig, dev)
     eta = as_positive("eta", eta)
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
     Ut, Vt = _basis(Sig, U, V, dev)
     Pstar = torch.linalg.solve(Sxx, Sig.T).T                   # Sigma Sigma_xx^-1 (Sigma_xx symmetric)
+    Sig, Sxx, Pstar, UtT, Vt, *Ws = _backend(dev, Sig, Sxx, Pstar, Ut.T, Vt, *Ws)
     steps_rec, rec = [], {"loss": [], "modes": [], "offdiag": []}
-    with few_threads_if_small(dev, _numel(*Ws)):
+    with few_threads_if_small(dev, _numel(*Ws)), np.errstate(**_QUIET):
         for k in range(steps + 1):
             pre = [Ws[0]]                                      # pre[j] = W_{j+1} .. W_1
             for W in Ws[1:]:
                 pre.append(W @ pre[-1])
             if k % record_every == 0 or k == steps:
-                if not bool(torch.isfinite(pre[-1]).all()):
+                if not _finite_runs(pre[-1]).all():
                     raise DivergenceError(f"train_deep_linear diverged by step {k} (eta={eta:g})")
-                Dl, M = pre[-1] - Pstar, Ut.T @ pre[-1] @ Vt
-                r = min(M.shape[-2:])
+                Dl, M = pre[-1] - Pstar, UtT @ pre[-1] @ Vt
                 steps_rec.append(k)
                 rec["loss"].append(0.5 * ((Dl @ Sxx) * Dl).sum((-2, -1)))
-                rec["modes"].append(torch.diagonal(M, dim1=-2, dim2=-1)[..., :r])
-                eye = torch.zeros(M.shape[-2:], dtype=torch.bool, device=dev)
-                eye[torch.arange(r), torch.arange(r)] = True
-                rec["offdiag"].append(M.masked_fill(eye, 0.0).abs().flatten(-2).amax(-1))
+                rec["modes"].append(_diag(M))
+                rec["offdiag"].append(_offdiag_max(M))
             if k == steps:
                 break
             back, grads = Sig - pre[-1] @ Sxx, [None] * len(Ws)  # back = (W_D .. W_{j+1})^T (Sigma - P Sigma_xx)
             for j in range(len(Ws) - 1, -1, -1):
-                grads[j] = back if j == 0 else back @ pre[j - 1].transpose(-1, -2)
-                back = Ws[j].transpose(-1, -2) @ back
+                grads[j] = back if j == 0 else back @ pre[j - 1].swapaxes(-1, -2)
+                back = Ws[j].swapaxes(-1, -2) @ back
             Ws = [W + eta * g for W, g in zip(Ws, grads, strict=True)]
-    return History.from_records(steps_rec, rec, {"Ws": [_np(W) for W in Ws]})
+    return _history(steps_rec, rec, {"Ws": [_np(W) for W in Ws]})
 
 
 def gd_chains(s: ArrayLike, lam: ArrayLike, a0: ArrayLike, eta: float, steps: int, record_every: int = 1) -> History:
@@ -353,24 +366,28 @@ def gd_chains(s: ArrayLike, lam: ArrayLike, a0: ArrayLike, eta: float, steps: in
         raise ValueError(f"s and lam must be positive; got s={s}, lam={lam}")
     eta = as_positive("eta", eta)
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
-    ones, steps_rec, rec = np.ones_like(a[..., :1, :]), [], {"modes": [], "loss": []}
-    for k in range(steps + 1):
-        with np.errstate(over="ignore", invalid="ignore"):
-            mu = a.prod(-2)
-            loss = 0.5 * (lam * (mu - s / lam) ** 2).sum(-1)
-        if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(loss))):
-            raise DivergenceError(f"gd_chains diverged by step {k} (eta={eta:g})")
-        if k % record_every == 0 or k == steps:
-            steps_rec.append(k)
-            rec["modes"].append(mu)
-            rec["loss"].append(loss)
-        if k == steps:
-            break
-        left = np.cumprod(np.concatenate([ones, a[..., :-1, :]], -2), -2)                 # prod_{i < j} a_i
-        right = np.cumprod(np.concatenate([ones, a[..., :0:-1, :]], -2), -2)[..., ::-1, :]  # prod_{i > j} a_i
-        with np.errstate(over="ignore", invalid="ignore"):
+    D, target = a.shape[-2], s / lam
+    left, right = np.ones_like(a), np.ones_like(a)        # prod_{i < j} a_i and prod_{i > j} a_i, filled each step
+    left_out, right_out = left[..., 1:, :], right[..., -2::-1, :]
+    prod, cumprod = np.multiply.reduce, np.multiply.accumulate   # the ufunc methods: no wrapper per call
+    steps_rec, modes, losses = [], [], []
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(steps + 1):
+            mu = prod(a, -2)
+            loss = 0.5 * (lam * (mu - target) ** 2).sum(-1)
+            if not np.isfinite(loss).all():                 # NaN or inf in mu makes the loss so too
+                raise DivergenceError(f"gd_chains diverged by step {k} (eta={eta:g})")
+            if k % record_every == 0 or k == steps:
+                steps_rec.append(k)
+                modes.append(mu)
+                losses.append(loss)
+            if k == steps:
+                break
+            if D > 1:
+                cumprod(a[..., :-1, :], -2, out=left_out)
+                cumprod(a[..., :0:-1, :], -2, out=right_out)
             a = a + eta * left * right * (s - lam * mu)[..., None, :]
-    return History.from_records(steps_rec, rec, {"a": a})
+    return History(np.asarray(steps_rec), {"modes": np.stack(modes), "loss": np.stack(losses)}, {"a": a})
 
 
 def train_greedy_pretraining(Sigma_xx: ArrayLike, layers: int, eta: float, steps: int, scale: float,
@@ -457,54 +474,46 @@ def crossing_step(steps: ArrayLike, loss: ArrayLike, frac: float = 1e-3) -> np.n
 
 
 # ---------------------------------------------------------------------------------------------------------------
-def _gd_two_layer(Sig: Tensor, W1: Tensor, W2: Tensor, eta_t: Tensor, steps: int, record_every: int,
-                  track: tuple[str, ...], Ut: Tensor, Vt: Tensor, div: _Divergence, steps_rec: list[int],
-                  rec: dict[str, list[Tensor]]) -> tuple[Tensor, Tensor]:
-    """The loop of `train_two_layer` (appends to steps_rec and rec); returns the final weights."""
-    C0 = W1 @ W1.transpose(-1, -2) - W2.transpose(-1, -2) @ W2
-    bound = torch.zeros(W1.shape[:-2], dtype=torch.float64, device=W1.device)
-    for k in range(steps + 1):
-        G = Sig - W2 @ W1
-        if k % record_every == 0 or k == steps:
-            steps_rec.append(k)
-            for name, val in _metrics(track, G, W1, W2, Ut, Vt, C0, bound).items():
-                rec[name].append(val)
-        if k == steps:
-            break
-        m1, m2 = W2.transpose(-1, -2) @ G, G @ W1.transpose(-1, -2)  # minus the gradients (bitwise: no negation)
-        if "drift_bound" in track:
-            bound = bound + eta_t[..., 0, 0] ** 2 * ((m1**2).sum((-2, -1)) + (m2**2).sum((-2, -1)))
-        W1, W2 = W1 + eta_t * m1, W2 + eta_t * m2
-        div.check(k + 1, W1, W2)
-    return W1, W2
+def _chain(Ws: Sequence[ArrayLike | Tensor], Sig: Tensor, dev: torch.device) -> list[Tensor]:
+    """The checked layers [W_1, ..., W_D] of a chain whose product has the shape of Sigma (2-D)."""
+    if isinstance(Ws, str | np.ndarray | Tensor) or not isinstance(Ws, Sequence):
+        raise TypeError(f"Ws must be a list of weight matrices [W_1, ..., W_D]; got {type(Ws).__name__}")
+    if len(Ws) < 1:
+        raise ValueError("Ws must hold at least one weight matrix")
+    Ws = [_tensor(f"Ws[{j}]", W, dev) for j, W in enumerate(Ws)]
+    for j in range(1, len(Ws)):
+        if Ws[j].shape[-1] != Ws[j - 1].shape[-2] or Ws[j].shape[:-2] != Ws[0].shape[:-2]:
+            raise ValueError(f"Ws[{j}] {tuple(Ws[j].shape)} does not chain with Ws[{j - 1}] {tuple(Ws[j - 1].shape)}")
+    if (Ws[-1].shape[-2], Ws[0].shape[-1]) != tuple(Sig.shape):
+        raise ValueError(f"Sigma {tuple(Sig.shape)} must have shape (rows of Ws[-1], columns of Ws[0])")
+    return Ws
 
 
-def _numel(*Ws: Tensor) -> int:
-    return sum(W.numel() for W in Ws)
+def _numel(*Ws: Array) -> int:
+    return sum(math.prod(W.shape) for W in Ws)
 
 
 class _Divergence:
     """Per-step finiteness check: raise naming the step, or remember the first bad step of each run."""
 
-    def __init__(self, mode: str, lead: torch.Size, dev: torch.device) -> None:
+    def __init__(self, mode: str, lead: tuple[int, ...]) -> None:
         if mode not in ("raise", "flag"):
             raise ValueError(f"on_divergence must be 'raise' or 'flag'; got {mode!r}")
         self.mode = mode
-        self.at = torch.full(lead, -1, dtype=torch.long, device=dev)
+        self.at = np.full(tuple(lead), -1, dtype=np.int64)
 
-    def check(self, step: int, *Ws: Tensor) -> None:
+    def check(self, step: int, *Ws: Array) -> None:
         if math.isfinite(sum(float(W.sum()) for W in Ws)):     # one reduction per matrix: cheap on the happy path
             return
-        ok = torch.stack([torch.isfinite(W).flatten(-2).all(-1) for W in Ws]).all(0)
+        ok = np.logical_and.reduce([_np(_finite_runs(W)) for W in Ws])
         if bool(ok.all()):                                     # only the sum overflowed
             return
         if self.mode == "raise":
-            raise DivergenceError(f"the weights are no longer finite at step {step}: GD diverged "
-                                  "(try a smaller eta)")
-        self.at = torch.where((~ok) & (self.at < 0), step, self.at)
+            raise DivergenceError(f"the weights are no longer finite at step {step}: GD diverged (try a smaller eta)")
+        self.at = np.where((~ok) & (self.at < 0), step, self.at)
 
     def final(self) -> dict[str, np.ndarray]:
-        return {"diverged_at": self.at.cpu().numpy()} if self.mode == "flag" else {}
+        return {"diverged_at": self.at} if self.mode == "flag" else {}
 
 
 def _tensor(name: str, x: ArrayLike | Tensor, dev: torch.device) -> Tensor:
@@ -529,21 +538,20 @@ def _eta(eta: float | ArrayLike | Tensor, W: Tensor, dev: torch.device) -> Tenso
     return t.to(device=dev, dtype=torch.float64).reshape(-1, 1, 1)
 
 
-def _tracks(track: Sequence[str]) -> tuple[str, ...]:
+def _tracks(track: Sequence[str], known: tuple[str, ...] = TRACKS) -> tuple[str, ...]:
     if not isinstance(track, str | Sequence):
-        raise TypeError(f"track must be a metric name or a list of them from {TRACKS}; got {type(track).__name__}")
+        raise TypeError(f"track must be a metric name or a list of them from {known}; got {type(track).__name__}")
     track = (track,) if isinstance(track, str) else tuple(track)
-    unknown = [t for t in track if t not in TRACKS]
+    unknown = [t for t in track if t not in known]
     if unknown:
-        raise ValueError(f"track: unknown metric(s) {unknown}; choose from {TRACKS}")
+        raise ValueError(f"track: unknown metric(s) {unknown}; choose from {known}")
     return track
 
 
 def _basis(Sig: Tensor, U: ArrayLike | None, V: ArrayLike | None, dev: torch.device) -> tuple[Tensor, Tensor]:
     if U is None or V is None:
         Us, _, Vh = torch.linalg.svd(Sig.cpu().to(torch.float64), full_matrices=True)
-        U = Us if U is None else U
-        V = Vh.T if V is None else V
+        U, V = (Us if U is None else U), (Vh.T if V is None else V)
     Ut = as_real_tensor("U", U, device=dev, allow_grad=True).detach()
     Vt = as_real_tensor("V", V, device=dev, allow_grad=True).detach()
     if Ut.ndim != 2 or Vt.ndim != 2 or Ut.shape[0] != Sig.shape[0] or Vt.shape[0] != Sig.shape[1]:
@@ -557,35 +565,56 @@ def _basis(Sig: Tensor, U: ArrayLike | None, V: ArrayLike | None, dev: torch.dev
     return Ut, Vt
 
 
-def _diag_modes(U: Tensor, P: Tensor, V: Tensor) -> Tensor:
-    M = U.T @ P @ V                                            # ([B,] N3', N1')
-    r = min(M.shape[-2:])
-    return torch.diagonal(M, dim1=-2, dim2=-1)[..., :r]
+def _diag(M: Array) -> Array:  # the diagonal of M ([B,] n, m): the mode strengths when M = U^T P V
+    return M.diagonal(0, -2, -1)[..., :min(M.shape[-2:])]
 
 
-def _metrics(track: tuple[str, ...], G: Tensor, W1: Tensor, W2: Tensor, U: Tensor, V: Tensor, C0: Tensor,
-             bound: Tensor) -> dict[str, Tensor]:
-    out: dict[str, Tensor] = {}
+def _offdiag_max(M: Array) -> Array:
+    """Largest |off-diagonal entry| of M ([B,] n, m), per run."""
+    if isinstance(M, Tensor):
+        return M.masked_fill(torch.eye(*M.shape[-2:], dtype=torch.bool, device=M.device), 0.0).abs().amax((-2, -1))
+    return np.abs(np.where(np.eye(*M.shape[-2:], dtype=bool), 0.0, M)).max((-2, -1))
+
+
+def _finite_runs(W: Array) -> Array:
+    """Per run ([B] leading axes): whether every entry of the matrix W is finite."""
+    fin = torch.isfinite(W) if isinstance(W, Tensor) else np.isfinite(W)
+    return fin.reshape(*W.shape[:-2], -1).all(-1)
+
+
+def _metrics(track: tuple[str, ...], G: Array, P: Array, W1: Array, W2: Array, UtT: Array, V: Array, C0: Array,
+             bound: Array) -> dict[str, Array]:
+    out: dict[str, Array] = {}
     if "modes" in track or "offdiag" in track:
-        M = U.T @ W2 @ W1 @ V
-        r = min(M.shape[-2:])
+        M = UtT @ P @ V
         if "modes" in track:
-            out["modes"] = torch.diagonal(M, dim1=-2, dim2=-1)[..., :r]
+            out["modes"] = _diag(M)
         if "offdiag" in track:
-            eye = torch.zeros(M.shape[-2:], dtype=torch.bool, device=M.device)
-            eye[torch.arange(r), torch.arange(r)] = True
-            out["offdiag"] = M.masked_fill(eye, 0.0).abs().flatten(-2).amax(-1)
+            out["offdiag"] = _offdiag_max(M)
     if "loss" in track:
         out["loss"] = 0.5 * (G**2).sum((-2, -1))
     if "balance_drift" in track:
-        D = W1 @ W1.transpose(-1, -2) - W2.transpose(-1, -2) @ W2 - C0
-        fin = torch.isfinite(D).flatten(-2).all(-1)            # a flagged, diverged run records NaN
-        norm = torch.linalg.matrix_norm(torch.where(fin[..., None, None], D, 0.0), ord=2)
-        out["balance_drift"] = torch.where(fin, norm, torch.nan)
+        D = W1 @ W1.swapaxes(-1, -2) - W2.swapaxes(-1, -2) @ W2 - C0
+        fin, where = _finite_runs(D), (torch.where if isinstance(D, Tensor) else np.where)
+        norm = where(fin[..., None, None], D, 0.0)             # a flagged, diverged run records NaN
+        norm = torch.linalg.matrix_norm(norm, ord=2) if isinstance(D, Tensor) else np.linalg.norm(norm, 2, (-2, -1))
+        out["balance_drift"] = where(fin, norm, math.nan)
     if "drift_bound" in track:
-        out["drift_bound"] = bound.clone()
+        out["drift_bound"] = bound
     return out
 
 
-def _np(x: Tensor) -> np.ndarray:
-    return x.detach().cpu().numpy()
+def _backend(dev: torch.device, *xs: Tensor) -> list[Array]:
+    """The checked tensors as the loops use them: numpy arrays (sharing memory) on the CPU, tensors elsewhere."""
+    return [x.numpy() for x in xs] if dev.type == "cpu" else list(xs)
+
+
+def _history(steps_rec: list[int], rec: dict[str, list[Array]], final: dict[str, object]) -> History:
+    """Stack the per-step records of a simulator (numpy arrays or tensors of one shape) into a History."""
+    metrics = {name: np.stack(vals) if not isinstance(vals[0], Tensor) else torch.stack(vals).cpu().numpy()
+               for name, vals in rec.items()}
+    return History(np.asarray(steps_rec), metrics, final)
+
+
+def _np(x: Array) -> np.ndarray:
+    return x.detach().cpu().numpy() if isinstance(x, Tensor) else np.asarray(x)
