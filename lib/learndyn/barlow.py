@@ -28,6 +28,7 @@ from scipy.optimize import brentq
 
 from .barlow_sim import (  # re-export: the simulators the closed forms are checked against
     _check_d,
+    _eigh_desc,
     _gamma,
     _level,
     digits_views,
@@ -159,10 +160,15 @@ def barlow_gd_map(lam: ArrayLike, a0: ArrayLike, eta: float, steps: int) -> np.n
     lam, a = broadcast("lam and a0", as_real_array("lam", lam, nonempty=True), as_real_array("a0", a0, nonempty=True))
     out = np.empty((steps + 1, *lam.shape))
     out[0] = a
+    rate = 4.0 * eta * lam
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(steps):
-            out[k + 1] = out[k] * (1.0 + 4.0 * eta * lam * (1.0 - out[k])) ** 2
-            check_finite("a", out[k + 1], step=k + 1)          # the first step that leaves the finite numbers
+            a = a * (1.0 + rate * (1.0 - a)) ** 2
+            out[k + 1] = a
+    finite = np.isfinite(out.reshape(steps + 1, -1)).all(axis=1)
+    if not finite.all():                                          # the first step that leaves the finite numbers
+        first = int(np.argmin(finite))
+        check_finite("a", out[first], step=first)
     return out
 
 
@@ -308,8 +314,7 @@ def linear_phase_a0(W0: ArrayLike, Gamma: ArrayLike, d: int) -> np.ndarray:
     """
     W0, G = _check_pair(W0, Gamma, "W0")
     d = _check_d(d, W0, G, "W0")
-    lam, V = np.linalg.eigh(G)
-    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
+    lam, V = _eigh_desc(G)
     if lam[d - 1] <= 0:
         raise ValueError(f"Gamma has fewer than d = {d} positive eigenvalues: the d-th mode is never learned")
     w_all = W0 @ V                                               # (..., d, m): column k is w_k = W0 v_k
@@ -366,8 +371,7 @@ def frozen_remainder(W0: ArrayLike, Gamma: ArrayLike, d: int, eta: float, steps:
     d = _check_d(d, W0, G, "W0")
     steps = as_int("steps", steps, minimum=0)
     eta = as_positive("eta", eta)
-    lam, V = np.linalg.eigh(G)
-    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
+    lam, V = _eigh_desc(G)
     a_top = linear_phase_a0(W0, G, d)                                # (..., d)
     traj = barlow_gd_map(lam[:d], a_top, eta, steps)[:-1]           # (steps, ..., d)
     w = W0 @ V                                                       # (..., d, m)
@@ -463,8 +467,7 @@ def vicreg_modes(Sigma: ArrayLike, Gamma: ArrayLike, beta: float = 1.0) -> tuple
     scale = max(1.0, np.abs(S).max(), np.abs(G).max())
     if np.abs(S @ G - G @ S).max() > 1e-10 * scale**2:
         raise ValueError("Sigma and Gamma must commute (share eigenvectors) for the mode decomposition")
-    lam, V = np.linalg.eigh(G)
-    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
+    lam, V = _eigh_desc(G)
     s = np.einsum("ij,ik,kj->j", V, S, V)
     if np.any(s <= 0):
         raise ValueError("Sigma must be positive definite (the covariance of the views)")
@@ -485,5 +488,5 @@ def _check_pair(W: ArrayLike, Gamma: ArrayLike, name: str = "W") -> tuple[np.nda
 
 def _top_eigh(G: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     """The d largest eigenvalues (decreasing) of the symmetric G and their eigenvectors as columns."""
-    lam, V = np.linalg.eigh(G)
-    return lam[::-1][:d].copy(), V[:, ::-1][:, :d].copy()
+    lam, V = _eigh_desc(G)
+    return lam[:d].copy(), V[:, :d].copy()

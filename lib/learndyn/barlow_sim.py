@@ -52,7 +52,7 @@ def train_barlow_linear(Gamma: ArrayLike, W0: ArrayLike, eta: float | ArrayLike,
     dev = get_device(device)
     Gt = torch.as_tensor(G, dtype=torch.float64, device=dev)
     with few_threads_if_small(dev, np.asarray(W0).size):
-        return _gd_loop(W0, eta, steps, record_every, dev, lambda k: Gt, G)
+        return _gd_loop(W0, eta, steps, record_every, dev, lambda k: Gt, G, full_batch=True)
 
 
 def train_barlow_views(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, eta: float, steps: int, batch_size: int = 256,
@@ -100,24 +100,26 @@ def train_barlow_dual(K: ArrayLike, B0: ArrayLike, eta: float, steps: int, recor
     eta, steps = as_positive("eta", eta), as_int("steps", steps, minimum=0)
     record_every = as_int("record_every", record_every, minimum=1)
     n2 = K.shape[0]
-    KJ = np.concatenate([K[:, n2 // 2:], K[:, : n2 // 2]], axis=1)          # K J: swap the column halves
     dev = get_device(device)
     batched = B0.ndim == 3
     Bt = torch.as_tensor(np.swapaxes(B0 if batched else B0[None], -1, -2), dtype=torch.float64, device=dev).clone()
-    KJt = torch.as_tensor(KJ / n2, dtype=torch.float64, device=dev)                 # K J / (2n)
-    KJKt = torch.as_tensor(KJ @ K / n2, dtype=torch.float64, device=dev)            # K J K / (2n)
+    Kt = torch.as_tensor(0.5 * (K + K.T), dtype=torch.float64, device=dev)
+    swap = torch.as_tensor(np.roll(np.arange(n2), n2 // 2), device=dev)  # columns of X J: X[:, swap]
     eye = torch.eye(Bt.shape[-2], dtype=torch.float64, device=dev)
-    rec, Cs = [], []
+    rec, Cs, Bs = [], [], []
     with few_threads_if_small(dev, Bt.numel()):
         for k in range(steps + 1):
-            C = Bt @ KJKt @ Bt.mT
+            P = Bt @ Kt                                           # B^T K: the step's one product with K
+            PJ = P[..., swap] / n2                                # B^T K J / (2n)
+            C = PJ @ P.mT                                         # B^T K J K B / (2n), K symmetric
             if k % record_every == 0 or k == steps:
-                check_finite("B", Bt, step=k)
                 rec.append(k)
                 Cs.append(0.5 * (C + C.mT))
+                Bs.append(Bt)
             if k == steps:
                 break
-            Bt = Bt - 4.0 * eta * (C - eye) @ Bt @ KJt
+            Bt = Bt - 4.0 * eta * (C - eye) @ PJ
+    _check_records("B", Bs, rec)
     C = torch.stack(Cs)
     eigC = torch.linalg.eigvalsh(C).flip(-1).cpu().numpy()
     loss = ((C - eye) ** 2).sum(dim=(-2, -1)).cpu().numpy()
@@ -196,21 +198,24 @@ def train_vicreg_linear(Sigma: ArrayLike, Gamma: ArrayLike, W0: ArrayLike, eta: 
     St = torch.as_tensor(S, dtype=torch.float64, device=dev)
     Dt = torch.as_tensor(2.0 * (S - G), dtype=torch.float64, device=dev)
     eye = torch.eye(W.shape[-2], dtype=torch.float64, device=dev)
-    rec, Cs, losses = [], [], []
+    rec, Cs, Ws = [], [], []
     with few_threads_if_small(dev, W0.size):
         for k in range(steps + 1):
             WS = W @ St
             C = WS @ W.mT
             if k % record_every == 0 or k == steps:
-                check_finite("W", W, step=k)
                 rec.append(k)
-                Cs.append(0.5 * (C + C.mT))
-                losses.append(((C - eye) ** 2).sum(dim=(-2, -1)) + beta * (W @ Dt * W).sum(dim=(-2, -1)))
+                Cs.append(C)
+                Ws.append(W)
             if k == steps:
                 break
             W = W - eta * (4.0 * (C - eye) @ WS + 2.0 * beta * W @ Dt)
-    eigC = torch.linalg.eigvalsh(torch.stack(Cs)).flip(-1).cpu().numpy()
-    loss = torch.stack(losses).cpu().numpy()
+        _check_records("W", Ws, rec)
+        C, Wr = torch.stack(Cs), torch.stack(Ws)                                      # (K, B, d, d), (K, B, d, m)
+        losses = ((C - eye) ** 2).sum(dim=(-2, -1)) + beta * (Wr @ Dt * Wr).sum(dim=(-2, -1))
+        Cs = 0.5 * (C + C.mT)
+    eigC = torch.linalg.eigvalsh(Cs).flip(-1).cpu().numpy()
+    loss = losses.cpu().numpy()
     Wf = W.cpu().numpy()
     if not batched:
         loss, eigC, Wf = loss[:, 0], eigC[:, 0], Wf[0]
@@ -259,9 +264,8 @@ def train_simclr_linear(X: ArrayLike, Xp: ArrayLike, W0: ArrayLike, eta: float, 
     batched = W0.ndim == 3
     W = torch.as_tensor(W0 if batched else W0[None], dtype=torch.float64, device=dev).clone().requires_grad_(True)
     Xt, Xpt = (torch.as_tensor(a, dtype=torch.float64, device=dev) for a in (X, Xp))
-    lam, V = np.linalg.eigh(G)
-    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
-    Gt, Vt = (torch.as_tensor(a, dtype=torch.float64, device=dev) for a in (G, V))
+    lam, V = _eigh_desc(G)
+    Gt, Vt = (torch.tensor(a, dtype=torch.float64, device=dev) for a in (G, V))  # copies: the cached V is read-only
     rec, Cs, WVs, losses = [], [], [], []
     with few_threads_if_small(dev, X.size + W0.size):
         _simclr_loop(W, Xt, Xpt, tau, eta, steps, record_every, Gt, Vt, rec, Cs, WVs, losses)
@@ -282,7 +286,6 @@ def _simclr_loop(W: torch.Tensor, Xt: torch.Tensor, Xpt: torch.Tensor, tau: floa
     for k in range(steps + 1):
         loss = _info_nce(W, Xt, Xpt, tau)
         if k % record_every == 0 or k == steps:
-            check_finite("W", W.detach(), step=k)
             rec.append(k)
             Wd = W.detach()
             Cs.append(Wd @ Gt @ Wd.mT)
@@ -293,10 +296,14 @@ def _simclr_loop(W: torch.Tensor, Xt: torch.Tensor, Xpt: torch.Tensor, tau: floa
         (grad,) = torch.autograd.grad(loss.sum(), W)
         with torch.no_grad():
             W -= eta * grad
+    _check_records("W", WVs, rec)  # W V (V orthogonal) is finite exactly when W is
 
 
 def _gd_loop(W0: np.ndarray, eta: float | ArrayLike, steps: int, record_every: int, dev: torch.device,
-             step_gamma: Callable[[int], torch.Tensor], G: np.ndarray) -> History:
+             step_gamma: Callable[[int], torch.Tensor], G: np.ndarray, full_batch: bool = False) -> History:
+    """GD W <- W - 4 eta (W Gamma_k W^T - I) W Gamma_k with Gamma_k = step_gamma(k), recording C = W G W^T and
+    W V at every `record_every`-th step. full_batch: step_gamma(k) is G itself, so the step's W Gamma_k W^T is the
+    recorded C (computed once). The finiteness of W is checked once, on the records, after the loop."""
     steps = as_int("steps", steps, minimum=0)
     record_every = as_int("record_every", record_every, minimum=1)
     batched = W0.ndim == 3
@@ -310,31 +317,71 @@ def _gd_loop(W0: np.ndarray, eta: float | ArrayLike, steps: int, record_every: i
     if not np.all(np.isfinite(eta_arr)) or np.any(eta_arr <= 0):
         raise ValueError(f"eta (step size) must be positive and finite; got {eta!r}")
     eta_t = torch.as_tensor(np.broadcast_to(eta_arr, (B,)).copy(), device=dev)[:, None, None]     # (B, 1, 1)
-    lam, V = np.linalg.eigh(G)
-    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
-    Vt = torch.as_tensor(V, dtype=torch.float64, device=dev)
+    lam, V = _eigh_desc(G)
+    Vt = torch.tensor(V, dtype=torch.float64, device=dev)  # a copy: the cached V is read-only
     eye = torch.eye(d, dtype=torch.float64, device=dev)
     Gfull = torch.as_tensor(G, dtype=torch.float64, device=dev)
-    rec_steps, Cs, WVs = [], [], []
+    rec_steps, Cs, Ws = [], [], []
     for k in range(steps + 1):
+        if full_batch:
+            WG = W @ Gfull
+            WGW = WG @ W.mT
         if k % record_every == 0 or k == steps:
-            check_finite("W", W, step=k)
             rec_steps.append(k)
-            Cs.append(W @ Gfull @ W.mT)                                                            # (B, d, d)
-            WVs.append(W @ Vt)                                                                  # (B, d, m)
+            Cs.append(WGW if full_batch else W @ Gfull @ W.mT)                                      # (B, d, d)
+            Ws.append(W)
         if k == steps:
             break
-        WG = W @ step_gamma(k)
-        W = W - eta_t * 4.0 * (WG @ W.mT - eye) @ WG
+        if not full_batch:
+            WG = W @ step_gamma(k)
+            WGW = WG @ W.mT
+        W = W - eta_t * 4.0 * (WGW - eye) @ WG
+    _check_records("W", Ws, rec_steps)
     C = torch.stack(Cs)                                                                         # (K, B, d, d)
     C = 0.5 * (C + C.mT)
     eigC = torch.linalg.eigvalsh(C).flip(-1).cpu().numpy()
     loss = ((C - eye) ** 2).sum(dim=(-2, -1)).cpu().numpy()
-    modes = lam * (torch.stack(WVs) ** 2).sum(dim=-2).cpu().numpy()                            # (K, B, m)
+    modes = lam * (torch.stack([Wk @ Vt for Wk in Ws]) ** 2).sum(dim=-2).cpu().numpy()        # (K, B, m)
     Wf = W.cpu().numpy()
     if not batched:
         loss, eigC, modes, Wf = loss[:, 0], eigC[:, 0], modes[:, 0], Wf[0]
     return History(np.asarray(rec_steps), {"loss": loss, "eigC": eigC, "modes": modes}, {"W": Wf})
+
+
+_EIGH_CACHE: dict[tuple, tuple[bytes, np.ndarray, np.ndarray]] = {}
+
+
+def _eigh_desc(G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lam, V) of the symmetric G, eigenvalues in decreasing order, eigenvectors as columns; read-only arrays.
+
+    The closed forms and simulators of Ch 4 ask for the decomposition of one Gamma many times (a 512 x 512 Gamma
+    costs a fraction of a second each time): the last few are kept, keyed by the bytes of G (compared in full on a
+    hit, so a different matrix never gets another's eigenvectors)."""
+    G = np.ascontiguousarray(G, dtype=np.float64)
+    raw = G.tobytes()
+    key = (G.shape, hash(raw))
+    hit = _EIGH_CACHE.get(key)
+    if hit is not None and hit[0] == raw:
+        return hit[1], hit[2]
+    lam, V = np.linalg.eigh(G)
+    lam, V = lam[::-1].copy(), V[:, ::-1].copy()
+    lam.flags.writeable = V.flags.writeable = False
+    if len(_EIGH_CACHE) >= 8:
+        _EIGH_CACHE.pop(next(iter(_EIGH_CACHE)))
+    _EIGH_CACHE[key] = (raw, lam, V)
+    return lam, V
+
+
+def _check_records(name: str, records: list[torch.Tensor], steps: list[int]) -> None:
+    """Raise `DivergenceError` at the first recorded step whose weights are not finite, checked after the loop.
+
+    A GD iterate that leaves the finite numbers never comes back (inf - inf, inf * 0 and every operation on NaN give
+    NaN), so a finite last record means finite records throughout: one reduction instead of one per recorded step;
+    the records are searched only when the run diverged."""
+    if not records or bool(torch.isfinite(records[-1]).all()):
+        return
+    first = next(i for i, r in enumerate(records) if not bool(torch.isfinite(r).all()))
+    check_finite(name, records[first], step=steps[first])
 
 
 def gamma_matrix(X: ArrayLike, Xp: ArrayLike) -> np.ndarray:
