@@ -144,6 +144,11 @@ def depth_h(s: np.ndarray, depth: int) -> np.ndarray:
     s = as_real_array("s", s)
     if np.any(np.abs(s) >= 1):
         raise ValueError("s must lie in (-1, 1)")
+    return _depth_h(s, depth)
+
+
+def _depth_h(s: np.ndarray, depth: int) -> np.ndarray:
+    """`depth_h` on checked arguments (the bisection of `depth_mirror_map` calls it hundreds of times)."""
     e = -depth / (depth - 2)
     return (1 - s) ** e - (1 + s) ** e
 
@@ -151,8 +156,9 @@ def depth_h(s: np.ndarray, depth: int) -> np.ndarray:
 def depth_mirror_map(w: np.ndarray, alpha: float, depth: int) -> np.ndarray:
     """grad Q^D_alpha(w) = h_D^{-1}(w / alpha^D), the inverse of `depth_h` (eq-diag-depth-entropy).
 
-    Solved coordinatewise by 200 bisection steps on (-1, 1) followed by two Newton steps (h_D is increasing with
-    h_D'(s) = D/(D-2) ((1 - s)^(-(2D-2)/(D-2)) + (1 + s)^(-(2D-2)/(D-2))) > 0), to float64 accuracy.
+    Solved coordinatewise by (at most) 200 bisection steps on (-1, 1) followed by two Newton steps (h_D is
+    increasing with h_D'(s) = D/(D-2) ((1 - s)^(-(2D-2)/(D-2)) + (1 + s)^(-(2D-2)/(D-2))) > 0), to float64
+    accuracy. The bisection stops once a step changes no bracket: from there on every step would repeat it.
     """
     depth = _depth(depth)
     w = as_real_array("w", w)
@@ -161,11 +167,14 @@ def depth_mirror_map(w: np.ndarray, alpha: float, depth: int) -> np.ndarray:
     lo, hi = np.full(z.shape, -1.0), np.full(z.shape, 1.0)
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        above = depth_h(mid, depth) > z
-        lo, hi = np.where(above, lo, mid), np.where(above, mid, hi)
+        above = _depth_h(mid, depth) > z
+        lo_new, hi_new = np.where(above, lo, mid), np.where(above, mid, hi)
+        if np.array_equal(lo_new, lo) and np.array_equal(hi_new, hi):
+            break
+        lo, hi = lo_new, hi_new
     s = 0.5 * (lo + hi)
     for _ in range(2):
-        s_new = s - (depth_h(s, depth) - z) / _depth_h_prime(s, depth)
+        s_new = s - (_depth_h(s, depth) - z) / _depth_h_prime(s, depth)
         s = np.where(np.abs(s_new) < 1, s_new, s)
     return s
 
@@ -421,28 +430,49 @@ def gd_diagonal(X: np.ndarray, y: np.ndarray, alpha: np.ndarray, eta: np.ndarray
 
 def _gd_loop(Xt: torch.Tensor, yt: torch.Tensor, e2: torch.Tensor, up: torch.Tensor, um: torch.Tensor,
              log_shrink: torch.Tensor, bend: torch.Tensor | None, max_step: torch.Tensor, losses: torch.Tensor,
-             steps: int, record_every: int, ws: list, rec: list
+             steps: int, record_every: int, ws: list, rec: list, chunk_entries: int = 1 << 20
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    for k in range(steps + 1):
-        w = up * up - um * um
-        r = w @ Xt.T - yt
-        losses[k] = 0.5 * (r * r).sum(1)
-        if record_every and k % record_every == 0:
-            ws.append(w.cpu().numpy())
-            rec.append(k)
-        if k == steps:
-            break
-        eg = e2 * (r @ Xt)  # 2 eta g, (B, d)
-        log_shrink += torch.log(torch.abs(1 - eg * eg))
-        torch.maximum(max_step, torch.abs(eg).amax(1), out=max_step)
+    """The iteration of `gd_diagonal`. Per step only what the next step needs runs (w, the residual r, 2 eta g and
+    the product update), into preallocated per-step slots; the loss, the shrinkage ln|1 - (2 eta g)^2|, the bend and
+    the largest |2 eta g| are formed afterwards on chunks of steps at once and added up step by step in the same
+    order, at most `chunk_entries` entries of 2 eta g per chunk."""
+    B, (n, d) = up.shape[0], Xt.shape
+    XtT = Xt.T
+    K = max(1, min(steps + 1, chunk_entries // (B * max(n, d))))
+    res = torch.empty(K, B, n, dtype=up.dtype, device=up.device)   # r at each step of the chunk
+    egs = torch.empty(K, B, d, dtype=up.dtype, device=up.device)   # 2 eta g at each step of the chunk
+    slots = list(zip(res.unbind(0), egs.unbind(0), strict=True))
+    for k0 in range(0, steps + 1, K):
+        m = min(K, steps + 1 - k0)
+        for k, (r, eg) in zip(range(k0, k0 + m), slots, strict=False):
+            w = up * up - um * um
+            torch.sub(w @ XtT, yt, out=r)
+            if record_every and k % record_every == 0:
+                ws.append(w.cpu().numpy())
+                rec.append(k)
+            if k == steps:
+                break
+            torch.mul(e2, r @ Xt, out=eg)  # 2 eta g, (B, d)
+            up, um = up * (1 - eg), um * (1 + eg)
+        losses[k0:k0 + m] = 0.5 * (res[:m] * res[:m]).sum(2)
+        E = egs[:min(m, steps - k0)]  # the steps of the chunk that moved
+        if not len(E):
+            continue
+        log_shrink = _running_sum(log_shrink, torch.log(torch.abs(1 - E * E)))
+        torch.maximum(max_step, torch.abs(E).amax((0, 2)), out=max_step)
         if bend is not None:
             # 2 artanh(eg) while |eg| < 1; ln|(1 + eg) / (1 - eg)| after a factor has changed sign
-            big = torch.abs(eg) >= 1
-            two_at = torch.where(big, torch.log(torch.abs(1 + eg)) - torch.log(torch.abs(1 - eg)),
-                                 2 * torch.atanh(torch.where(big, 0.0, eg)))
-            bend += two_at - 2 * eg
-        up, um = up * (1 - eg), um * (1 + eg)
+            big = torch.abs(E) >= 1
+            two_at = torch.where(big, torch.log(torch.abs(1 + E)) - torch.log(torch.abs(1 - E)),
+                                 2 * torch.atanh(torch.where(big, 0.0, E)))
+            bend.copy_(_running_sum(bend, two_at - 2 * E))
     return up, um, log_shrink, w
+
+
+def _running_sum(total: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """total + rows[0] + rows[1] + ..., added in that order (a cumulative sum along the steps is sequential, so
+    this is the step-by-step `total += row` bit for bit)."""
+    return torch.cumsum(torch.cat([total[None], rows]), dim=0)[-1]
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
