@@ -170,7 +170,7 @@ def simulate_ols_risk(n: int, d: int, sigma: float, reps: int, seed: int = 0,
         X = rng.standard_normal((b, n, d)) if X_fixed is None else np.broadcast_to(X_fixed, (b, n, d))
         w = rng.standard_normal((b, d))
         y = np.einsum("bnd,bd->bn", X, w) + sigma * rng.standard_normal((b, n))
-        XtX = np.einsum("bnd,bne->bde", X, X)  # (b, d, d)
+        XtX = np.swapaxes(X, 1, 2) @ X  # (b, d, d)
         w_hat = np.linalg.solve(XtX, np.einsum("bnd,bn->bd", X, y)[..., None])[..., 0]
         losses.append(np.sum((w_hat - w) ** 2, axis=1))
     err = np.concatenate(losses)
@@ -193,12 +193,20 @@ def gd_least_squares(X: np.ndarray, y: np.ndarray, eta: float, steps: int,
     steps = as_int("steps", steps, minimum=0)
     w = np.zeros(X.shape[1]) if w0 is None else as_real_array("w0", w0, shape=(X.shape[1],)).copy()
     XtX, Xty = X.T @ X, X.T @ y
-    for k in range(steps):
+    block = 256  # finiteness is checked once per block of steps; a block that fails is replayed step by step
+    for k0 in range(0, steps, block):
+        w_start, n_steps = w, min(block, steps - k0)
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, with its step
-            w = w - eta * (XtX @ w - Xty)
-        if not np.all(np.isfinite(w)):
-            raise DivergenceError(f"gradient descent diverged at step {k + 1} (eta={eta:g}; "
-                                  f"stable only for eta < 2/lambda_max(X^T X) = {2 / np.linalg.eigvalsh(XtX)[-1]:.3g})")
+            for _ in range(n_steps):
+                w = w - eta * (XtX @ w - Xty)
+            if np.all(np.isfinite(w)):  # a non-finite iterate stays so (inf - inf, NaN): the block was finite
+                continue
+            w = w_start
+            for k in range(k0, k0 + n_steps):
+                w = w - eta * (XtX @ w - Xty)
+                if not np.all(np.isfinite(w)):
+                    raise DivergenceError(f"gradient descent diverged at step {k + 1} (eta={eta:g}; stable only for "
+                                          f"eta < 2/lambda_max(X^T X) = {2 / np.linalg.eigvalsh(XtX)[-1]:.3g})")
     return w
 
 
@@ -235,7 +243,7 @@ def james_stein_risk(w_norm: float | np.ndarray, d: int, noise_var: float) -> np
     the Poisson mixture of central chi^2_{d+2j}. At w = 0 it is 2 v, for every w below the OLS risk d v
     (Stein 1956; James & Stein 1961). `w_norm` broadcasts.
     """
-    from scipy import stats
+    from scipy import special
 
     d = as_int("d", d, minimum=3)
     v = as_positive("noise_var", noise_var)
@@ -246,7 +254,8 @@ def james_stein_risk(w_norm: float | np.ndarray, d: int, noise_var: float) -> np
     for idx, wn in np.ndenumerate(w_norm):
         mean = wn**2 / (2 * v)  # Poisson mean; its weight beyond 12 standard deviations (+ 40) is below 1e-16
         j = np.arange(int(max(0.0, mean - 12 * np.sqrt(mean) - 40)), int(mean + 12 * np.sqrt(mean + 1) + 40) + 1)
-        inv_q[idx] = np.sum(stats.poisson.pmf(j, mean) / (d - 2 + 2 * j))
+        pmf = np.clip(np.exp(special.xlogy(j, mean) - special.gammaln(j + 1) - mean), 0, 1)  # scipy.stats' formula
+        inv_q[idx] = np.sum(pmf / (d - 2 + 2 * j))
     return v * (d - (d - 2) ** 2 * inv_q)
 
 
