@@ -2,13 +2,16 @@
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "site"))
+import site_html  # noqa: E402  (the built pages, parsed once for the site tests and these)
+
 PDF = ROOT / "_build" / "html" / "learning-dynamics-of-gradient-descent.pdf"
 LOG = ROOT / "_build" / "latex" / "book.log"
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
@@ -91,7 +94,7 @@ def test_every_figure_of_the_html_build_appears():
     html = ROOT / "_build" / "html"
     figures = 0
     for chapter in CHAPTERS:
-        soup = BeautifulSoup((html / f"{chapter}.html").read_text(encoding="utf-8"), "html.parser")
+        soup = site_html.shared(html / f"{chapter}.html")
         figures += len([img for img in soup.select(".cell_output img") if "widget" not in " ".join(
             img.get("class", []))])
     listed = subprocess.run(["pdfimages", "-list", str(PDF)], capture_output=True, text=True, check=True).stdout

@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from bs4 import BeautifulSoup
+import site_html
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -16,13 +16,13 @@ PAGES = sorted(p for p in HTML.rglob("*.html") if "_static" not in p.parts and "
 
 @functools.cache
 def _ids(page: Path) -> frozenset[str]:
-    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    soup = site_html.shared(page)
     names = [t["name"] for t in soup.find_all("a", attrs={"name": True})]
     return frozenset([t["id"] for t in soup.find_all(id=True)] + names)
 
 
 def _targets(page: Path):
-    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    soup = site_html.shared(page)
     for tag, attr in (("a", "href"), ("link", "href"), ("img", "src"), ("script", "src")):
         for el in soup.find_all(tag, attrs={attr: True}):
             yield el[attr]

@@ -2,6 +2,7 @@
 figure palette, no lecture-slide references or label slugs in the text, the benchmarks' printed output, and no
 empty index pages. `make book` first; SITE_HTML / SITE_TOC point at another build and its table of contents."""
 
+import functools
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import site_html
 import yaml
 from bs4 import BeautifulSoup
 
@@ -31,19 +33,37 @@ SLIDES = re.compile(r"\bslides?\s*(?:\d|\(|version\b|of the lecture|this chapter
 SLUG = re.compile(r"\b(?:eq|thm)-[a-z0-9]+(?:-[a-z0-9]+)*\b")
 
 
-def _soup(page: str) -> BeautifulSoup:
+def _path(page: str) -> Path:
     path = HTML / f"{page}.html"
     if not path.exists():
         pytest.fail(f"no {path}: run `make book` first")
-    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    return path
+
+
+def _soup(page: str) -> BeautifulSoup:
+    """The page's parse, shared by every test (site_html): read it, never change it."""
+    return site_html.shared(_path(page))
+
+
+# What a reader does not see of a page (the selector "script, style, .cell_input, .headerlink, .mjx-assistive-mml"),
+# and what the prose leaves out besides: formulas, code and outputs (".math, .cell_output, pre, code, mjx-container").
+READER_HIDDEN = {"names": frozenset({"script", "style"}),
+                 "classes": frozenset({"cell_input", "headerlink", "mjx-assistive-mml"})}
+NOT_PROSE = {"names": READER_HIDDEN["names"] | {"pre", "code", "mjx-container"},
+             "classes": READER_HIDDEN["classes"] | {"math", "cell_output"}}
+
+
+@functools.cache
+def _texts(page: str) -> tuple[str, str]:
+    """The page's reader text (visible prose and outputs: no scripts, no code cell sources, which may name labels)
+    and its prose (the reader text without formulas, code and outputs), read from the shared parse."""
+    main = _soup(page).find("main") or _soup(page)
+    return site_html.text_without(main, **READER_HIDDEN), site_html.text_without(main, **NOT_PROSE)
 
 
 def _reader_text(page: str) -> str:
     """The page's visible prose and outputs: no scripts, no code cell sources (code may name labels)."""
-    main = _soup(page).find("main") or _soup(page)
-    for el in main.select("script, style, .cell_input, .headerlink, .mjx-assistive-mml"):
-        el.decompose()
-    return main.get_text(" ")
+    return _texts(page)[0]
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
@@ -124,11 +144,11 @@ def test_benchmark_printouts_come_from_the_run_of_their_tables():
 def test_no_empty_index_pages():
     genindex = HTML / "genindex.html"
     if genindex.exists():
-        entries = BeautifulSoup(genindex.read_text(encoding="utf-8"), "html.parser").select("main table.indextable a")
+        entries = site_html.shared(genindex).select("main table.indextable a")
         assert entries, "an empty Index page is built (give it {index} entries or leave it out)"
     prf = HTML / "prf-prf.html"
     if prf.exists():
-        text = BeautifulSoup(prf.read_text(encoding="utf-8"), "html.parser").find("main").get_text(" ")
+        text = site_html.shared(prf).find("main").get_text(" ")
         assert not re.search(r"\b(thm|lem|prop|def|cor)-[a-z0-9-]+", text), "the Proof Index lists raw labels"
 
 
@@ -139,8 +159,9 @@ FIGURES_PENDING: dict[str, str] = {}
 MIN_FONT_KEY, PANELS_KEY = "learndyn:min-font-px", "learndyn:panels-per-row"  # learndyn.plotting writes these
 
 
+@functools.cache
 def _figures(page: str):
-    """The chapter's figures: images of cell outputs (not widget snapshots)."""
+    """The chapter's figures: images of cell outputs (not widget snapshots), from the shared parse."""
     return [img for img in _soup(page).select("main .cell_output img")
             if not img.find_parent(class_="widget-snapshot")]
 
@@ -198,8 +219,7 @@ INDEX_PENDING: set[str] = set()
 def test_the_index_has_entries_from_every_chapter():
     genindex = HTML / "genindex.html"
     assert genindex.exists(), "no Index page: give the main concepts {index} entries"
-    links = [a["href"] for a in BeautifulSoup(genindex.read_text(encoding="utf-8"), "html.parser")
-             .select("main table.indextable a[href]")]
+    links = [a["href"] for a in site_html.shared(genindex).select("main table.indextable a[href]")]
     missing = [c for c in CHAPTERS if c not in INDEX_PENDING and not any(h.startswith(f"{c}.html") for h in links)]
     assert not missing, f"chapters with no entry in the Index: {missing}"
     assert "genindex.html" in _soup(TOC["root"]).find("main").decode(), "the landing page does not link the Index"
@@ -231,9 +251,7 @@ RAW_TEX = re.compile(r"\\(?:[A-Za-z]{2,}|[{}_^])")
 def test_no_raw_tex_in_the_prose(page):
     """Outside formulas, code and outputs, a page shows no TeX source: a paragraph that MyST misreads (a line
     starting "(c) ... )=" became a label and swapped prose and math in a solution) shows it."""
-    main = _soup(page).find("main") or _soup(page)
-    for el in main.select("script, style, .math, .cell_input, .cell_output, pre, code, .headerlink, "
-                          ".mjx-assistive-mml, mjx-container"):
-        el.decompose()
-    hits = sorted({m.group(0) for m in RAW_TEX.finditer(main.get_text(" "))})
+    prose = _texts(page)[1]  # without script, style, .math, .cell_input, .cell_output, pre, code, .headerlink,
+    # .mjx-assistive-mml, mjx-container
+    hits = sorted({m.group(0) for m in RAW_TEX.finditer(prose)})
     assert not hits, f"{page}: raw TeX in the text: {hits[:8]}"

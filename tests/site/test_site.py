@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
+import site_html
 import yaml
 from bs4 import BeautifulSoup
 
@@ -24,7 +25,8 @@ def _built():
 
 
 def _soup(page: str) -> BeautifulSoup:
-    return BeautifulSoup((HTML / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+    """The page's parse, shared by every test (site_html): read it, never change it."""
+    return site_html.shared(HTML / f"{page}.html")
 
 
 @pytest.mark.parametrize("page", PAGES)
