@@ -14,6 +14,7 @@ import functools
 import os
 import shutil
 import threading
+import time
 from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -43,15 +44,28 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
+# Every page load of the module (the `load` events of every page, navigations included): the module reports their
+# number at its end, since a chapter's load (MathJax typesetting thousands of formulas) is what these tests cost.
+LOADS: list[str] = []
+
+
 @pytest.fixture(scope="module")
-def server():
+def server(request):
     if not (HTML / "index.html").exists():
         pytest.fail("no built site in _build/html: run `make book` first")
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(HTML)))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
+    start = time.monotonic()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
+    paths = [urlparse(u).path for u in LOADS]
+    plugins = request.config.pluginmanager
+    report, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+    if report is not None and capture is not None and LOADS:
+        with capture.global_and_fixture_disabled():
+            report.write_line(f"\nbrowser: {len(LOADS)} page loads of {len(set(paths))} pages in "
+                              f"{time.monotonic() - start:.0f} s")
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +101,7 @@ class Visit:
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
         self.page.on("requestfailed", lambda r: self.errors.append(f"failed request: {r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.errors.append(f"HTTP {r.status}: {r.url}"))
+        self.page.on("load", lambda p: LOADS.append(p.url))
         self.page.set_default_timeout(90_000)  # generous: CI machines are slow and shared
         self.page.goto(url, wait_until="load")
         self.page.wait_for_timeout(300)  # let deferred scripts report their errors
@@ -111,7 +126,12 @@ class Visit:
 
 # ---- One load per page and view --------------------------------------------------------------------------------
 # A chapter page holds thousands of formulas, and MathJax typesets them in about ten seconds on a CI core: the tests
-# below share one load of each page in each view (`measured`), which records everything they assert on.
+# below share one load of each page in each view (`measured`), which records everything they assert on. The checks
+# that act on a page (taps, clicks, navigation) run one after the other on one load too, each from a settled page,
+# and each test raises its own check's failure: the phone's on the first chapter's phone load (`_run_steps` in
+# `_measure`), the desktop's on one load with a mouse (`desktop_steps`), the two of a search on one (`derived_search`).
+# Only a dark-preferring browser and the other two searches load a page of their own. The module prints its number
+# of page loads at the end (44 before the sharing of 2026-12-04, 38 after).
 
 PHONE, DESKTOP = 390, 1400
 
@@ -239,6 +259,9 @@ def _measure(browser, server: str, page: str, view: View) -> dict:
         out["tables"] = ev(_TABLES)
         out["code_share"] = ev(_CODE_SHARE) if page.startswith("chapters/") else 0.0
         out["widgets"] = ev(_WIDGETS)
+        steps = page == CHAPTERS[0] and view == PHONE_VIEW  # the phone's navigation, on this load of the chapter
+        if steps:
+            out["steps"] = _run_steps(visit, [_search_entry_and_favicon, _phone_contents_drawer])
         _screenshots(visit, page, view)
         if view == DESK:
             ev("document.documentElement.dataset.theme = 'dark'")
@@ -250,6 +273,8 @@ def _measure(browser, server: str, page: str, view: View) -> dict:
             visit.page.wait_for_timeout(200)
             out["clipped_inline"] = ev(_CLIPPED_INLINE)
         out["external"], out["errors"] = list(visit.external), list(visit.errors)
+        if steps:  # last: it leaves the page
+            out["steps"].update(_run_steps(visit, [_phone_menu_navigates]))
         return out
     finally:
         visit.close()
@@ -321,17 +346,44 @@ def test_colab_button_links_an_existing_notebook(measured, page):
     assert (ROOT / hrefs[0].removeprefix(prefix)).is_file(), f"{hrefs[0]} points to no file of the repository"
 
 
-def test_search_finds_a_derived_result(server, browser):
-    """Search "Riccati" (Chapter 2's solution) when that chapter is in the book, else "Euler" (the preface)."""
+@pytest.fixture(scope="module")
+def derived_search(server, browser) -> dict:
+    """One search for "Riccati" (Chapter 2's solution) when that chapter is in the book, else "Euler" (the
+    preface): the links of its hits and their snippets (each an exception instead when it did not come)."""
     saxe = [p for p in CHAPTERS if "deep_linear" in p]
     term, target = ("Riccati", saxe[0]) if saxe else ("Euler", "chapters/00_preface")
+    out: dict = {"term": term, "target": target}
     visit = Visit(browser, f"{server}/search.html?q={term}")
     try:
-        visit.page.wait_for_selector("#search-results li a")
-        links = visit.page.eval_on_selector_all("#search-results li a", "els => els.map(e => e.href)")
-        assert any(f"{target}.html" in h for h in links), f"search for {term!r} did not link {target}: {links}"
+        try:
+            visit.page.wait_for_selector("#search-results li a")
+            out["links"] = visit.page.eval_on_selector_all("#search-results li a", "els => els.map(e => e.href)")
+        except Exception as error:
+            out["links"] = error
+        try:
+            visit.page.wait_for_selector("#search-results li p.context", timeout=30_000)
+            visit.page.wait_for_timeout(1_000)  # every result's snippet is fetched separately
+            out["snippets"] = visit.page.eval_on_selector_all("#search-results li p.context",
+                                                              "els => els.map(e => e.textContent)")
+        except Exception as error:
+            out["snippets"] = error
+        return out
     finally:
         visit.close()
+
+
+def _result(value):
+    """A shared load's measurement, or the exception that stopped it, raised in the test that asserts on it."""
+    if isinstance(value, Exception):
+        raise value
+    return value
+
+
+def test_search_finds_a_derived_result(derived_search):
+    """Search "Riccati" (Chapter 2's solution) when that chapter is in the book, else "Euler" (the preface)."""
+    term, target = derived_search["term"], derived_search["target"]
+    links = _result(derived_search["links"])
+    assert any(f"{target}.html" in h for h in links), f"search for {term!r} did not link {target}: {links}"
 
 
 @pytest.mark.parametrize("term", ["catapult", "max-margin"])
@@ -347,16 +399,8 @@ def test_search_shows_every_hit_without_a_script_error(server, browser, term):
         visit.close()
 
 
-def test_dark_mode_switch_changes_the_theme(server, browser):
-    visit = Visit(browser, f"{server}/{CHAPTERS[0]}.html")
-    try:
-        themes = [visit.page.evaluate("document.documentElement.dataset.theme")]
-        for _ in range(2):  # the switch cycles auto -> dark -> light on a light-preferring browser
-            visit.page.locator(".theme-switch-button").first.click()
-            themes.append(visit.page.evaluate("document.documentElement.dataset.theme"))
-        assert themes == ["light", "dark", "light"], f"the theme switch went {themes}"
-    finally:
-        visit.close()
+def test_dark_mode_switch_changes_the_theme(desktop_steps):
+    _result(desktop_steps["_dark_mode_switch"])
 
 
 @pytest.mark.parametrize("name", ["landing", "chapter", "desktop_light", "desktop_dark", "phone_light", "phone_dark",
@@ -383,90 +427,124 @@ def _dialog_open(page, dialog_id: str) -> bool:
     return page.evaluate(f"!!document.getElementById({dialog_id!r})?.open")
 
 
-def test_phone_menu_opens_on_a_tap_and_its_links_navigate(server, browser):
-    page_name = CHAPTERS[0]
-    visit = Visit(browser, f"{server}/{page_name}.html", width=PHONE, height=844, mobile=True)
-    try:
-        page = visit.page
-        toggles = _visible(page, ".primary-toggle")
-        assert len(toggles) == 1, f"{len(toggles)} visible menu buttons at {PHONE} px"
-        toggles[0].tap()
-        page.wait_for_function("document.getElementById('pst-primary-sidebar-modal').open", timeout=5_000)
-        links = _visible(page, "#pst-primary-sidebar-modal nav a.reference.internal[href$='.html']")
-        assert links, "the opened menu shows no chapter links"
-        target = links[-1]
-        href = target.get_attribute("href")
-        target.tap()
-        page.wait_for_url(lambda u: u.split("#")[0].endswith(href.split("/")[-1].split("#")[0]), timeout=10_000)
-        # A tap leaves no tooltip up (over the search icon, the next button of the header).
-        page.wait_for_timeout(300)
-        assert not _visible(page, ".tooltip.show"), "a tooltip stays up after a tap"
-    finally:
-        visit.close()
+def _run_steps(visit: Visit, steps: list) -> dict[str, Exception | None]:
+    """Run checks that act on one loaded page, one after the other, each from a settled page (no dialog open,
+    scrolled to the top): step name -> None, or the exception that failed it (its test raises it)."""
+    outcomes: dict[str, Exception | None] = {}
+    for step in steps:
+        try:
+            step(visit)
+            outcomes[step.__name__] = None
+        except Exception as error:
+            outcomes[step.__name__] = error
+        if not visit.page.is_closed():
+            visit.page.evaluate("document.querySelectorAll('dialog[open]').forEach((d) => d.close());"
+                                "window.scrollTo(0, 0)")
+    return outcomes
 
 
-def test_phone_contents_button_opens_the_page_toc(server, browser):
-    visit = Visit(browser, f"{server}/{CHAPTERS[0]}.html", width=PHONE, height=844, mobile=True)
-    try:
-        page = visit.page
-        toggles = _visible(page, ".secondary-toggle")
-        assert len(toggles) == 1, f"{len(toggles)} visible contents buttons at {PHONE} px"
-        toggles[0].tap()
-        page.wait_for_function("document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
-        assert _visible(page, "#pst-secondary-sidebar-modal nav a"), "the page contents are empty"
-        box = page.locator("#pst-secondary-sidebar-modal").bounding_box()
-        page.touchscreen.tap(5 if box["x"] > 20 else PHONE - 5, 400)  # a tap on the backdrop closes the drawer
-        page.wait_for_function("!document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
-        page.wait_for_timeout(300)
-        assert not _visible(page, ".tooltip.show"), "a tooltip stays up after a tap"
-        # picking a section closes the drawer and scrolls to the section
-        toggles[0].tap()
-        page.wait_for_function("document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
-        link = _visible(page, "#pst-secondary-sidebar-modal nav a")[-1]
-        target = link.get_attribute("href").split("#", 1)[1]
-        link.tap()
-        page.wait_for_function("!document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
-        page.wait_for_timeout(500)
-        top = page.evaluate(f"document.getElementById({target!r}).getBoundingClientRect().top")
-        assert -5 <= top <= 300, f"the page did not scroll to the picked section (its top at {top} px)"
-    finally:
-        visit.close()
+def _search_entry_and_favicon(visit: Visit) -> None:
+    page, width = visit.page, visit.page.viewport_size["width"]
+    searches = _visible(page, ".search-button-field, .search-button, #searchbox")
+    assert len(searches) == 1, f"{len(searches)} search entries visible at {width} px"
+    assert not _visible(page, ".bd-header"), "the empty pydata header bar is shown"
+    icon = page.evaluate("document.querySelector('link[rel~=icon]')?.href")
+    assert icon, "no favicon link"
+    assert page.request.get(icon).ok, f"favicon {icon} does not load"
+    page.wait_for_timeout(500)  # the browser asks for the icon after load
+    assert not visit.errors, visit.errors
 
 
-def test_desktop_menu_button_collapses_the_sidebar(server, browser):
+def _phone_contents_drawer(visit: Visit) -> None:
+    page = visit.page
+    toggles = _visible(page, ".secondary-toggle")
+    assert len(toggles) == 1, f"{len(toggles)} visible contents buttons at {PHONE} px"
+    toggles[0].tap()
+    page.wait_for_function("document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+    assert _visible(page, "#pst-secondary-sidebar-modal nav a"), "the page contents are empty"
+    box = page.locator("#pst-secondary-sidebar-modal").bounding_box()
+    page.touchscreen.tap(5 if box["x"] > 20 else PHONE - 5, 400)  # a tap on the backdrop closes the drawer
+    page.wait_for_function("!document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+    page.wait_for_timeout(300)
+    assert not _visible(page, ".tooltip.show"), "a tooltip stays up after a tap"
+    # picking a section closes the drawer and scrolls to the section
+    toggles[0].tap()
+    page.wait_for_function("document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+    link = _visible(page, "#pst-secondary-sidebar-modal nav a")[-1]
+    target = link.get_attribute("href").split("#", 1)[1]
+    link.tap()
+    page.wait_for_function("!document.getElementById('pst-secondary-sidebar-modal').open", timeout=5_000)
+    page.wait_for_timeout(500)
+    top = page.evaluate(f"document.getElementById({target!r}).getBoundingClientRect().top")
+    assert -5 <= top <= 300, f"the page did not scroll to the picked section (its top at {top} px)"
+
+
+def _phone_menu_navigates(visit: Visit) -> None:
+    page = visit.page
+    toggles = _visible(page, ".primary-toggle")
+    assert len(toggles) == 1, f"{len(toggles)} visible menu buttons at {PHONE} px"
+    toggles[0].tap()
+    page.wait_for_function("document.getElementById('pst-primary-sidebar-modal').open", timeout=5_000)
+    links = _visible(page, "#pst-primary-sidebar-modal nav a.reference.internal[href$='.html']")
+    assert links, "the opened menu shows no chapter links"
+    target = links[-1]
+    href = target.get_attribute("href")
+    target.tap()
+    page.wait_for_url(lambda u: u.split("#")[0].endswith(href.split("/")[-1].split("#")[0]), timeout=10_000)
+    # A tap leaves no tooltip up (over the search icon, the next button of the header).
+    page.wait_for_timeout(300)
+    assert not _visible(page, ".tooltip.show"), "a tooltip stays up after a tap"
+
+
+def _dark_mode_switch(visit: Visit) -> None:
+    themes = [visit.page.evaluate("document.documentElement.dataset.theme")]
+    for _ in range(2):  # the switch cycles auto -> dark -> light on a light-preferring browser
+        visit.page.locator(".theme-switch-button").first.click()
+        themes.append(visit.page.evaluate("document.documentElement.dataset.theme"))
+    assert themes == ["light", "dark", "light"], f"the theme switch went {themes}"
+
+
+def _desktop_menu_collapses_the_sidebar(visit: Visit) -> None:
+    page = visit.page
+    sidebar = page.locator("#pst-primary-sidebar")
+    assert sidebar.is_visible()
+    toggles = _visible(page, ".primary-toggle")
+    assert len(toggles) == 1, f"{len(toggles)} visible menu buttons at {DESKTOP} px"
+    toggles[0].click()
+    page.wait_for_timeout(600)  # the collapse is animated (.25 s)
+    assert not sidebar.is_visible(), "the sidebar did not collapse"
+    assert not _dialog_open(page, "pst-primary-sidebar-modal"), "desktop opened the phone drawer"
+    toggles[0].click()
+    page.wait_for_timeout(600)
+    assert sidebar.is_visible(), "the sidebar did not come back"
+
+
+@pytest.fixture(scope="module")
+def desktop_steps(server, browser) -> dict[str, Exception | None]:
+    """The desktop checks of the first chapter (a mouse, no touch, 1400 px), on one load of it."""
     visit = Visit(browser, f"{server}/{CHAPTERS[0]}.html", width=DESKTOP)
     try:
-        page = visit.page
-        sidebar = page.locator("#pst-primary-sidebar")
-        assert sidebar.is_visible()
-        toggles = _visible(page, ".primary-toggle")
-        assert len(toggles) == 1, f"{len(toggles)} visible menu buttons at {DESKTOP} px"
-        toggles[0].click()
-        page.wait_for_timeout(600)  # the collapse is animated (.25 s)
-        assert not sidebar.is_visible(), "the sidebar did not collapse"
-        assert not _dialog_open(page, "pst-primary-sidebar-modal"), "desktop opened the phone drawer"
-        toggles[0].click()
-        page.wait_for_timeout(600)
-        assert sidebar.is_visible(), "the sidebar did not come back"
+        return _run_steps(visit, [_search_entry_and_favicon, _dark_mode_switch, _desktop_menu_collapses_the_sidebar])
     finally:
         visit.close()
+
+
+def test_phone_menu_opens_on_a_tap_and_its_links_navigate(measured):
+    _result(measured(CHAPTERS[0], PHONE_VIEW)["steps"]["_phone_menu_navigates"])
+
+
+def test_phone_contents_button_opens_the_page_toc(measured):
+    _result(measured(CHAPTERS[0], PHONE_VIEW)["steps"]["_phone_contents_drawer"])
+
+
+def test_desktop_menu_button_collapses_the_sidebar(desktop_steps):
+    _result(desktop_steps["_desktop_menu_collapses_the_sidebar"])
 
 
 @pytest.mark.parametrize("width", [PHONE, DESKTOP])
-def test_one_search_entry_and_a_favicon(server, browser, width):
-    visit = Visit(browser, f"{server}/{CHAPTERS[0]}.html", width=width, mobile=width == PHONE)
-    try:
-        page = visit.page
-        searches = _visible(page, ".search-button-field, .search-button, #searchbox")
-        assert len(searches) == 1, f"{len(searches)} search entries visible at {width} px"
-        assert not _visible(page, ".bd-header"), "the empty pydata header bar is shown"
-        icon = page.evaluate("document.querySelector('link[rel~=icon]')?.href")
-        assert icon, "no favicon link"
-        assert page.request.get(icon).ok, f"favicon {icon} does not load"
-        page.wait_for_timeout(500)  # the browser asks for the icon after load
-        assert not visit.errors, visit.errors
-    finally:
-        visit.close()
+def test_one_search_entry_and_a_favicon(measured, desktop_steps, width):
+    steps = measured(CHAPTERS[0], PHONE_VIEW)["steps"] if width == PHONE else desktop_steps
+    _result(steps["_search_entry_and_favicon"])
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
@@ -523,17 +601,10 @@ def test_tables_show_every_column_at_desktop_width(measured, page_name):
     assert not cut, f"{page_name}: tables wider than the column (last columns cut off): {cut[:3]}"
 
 
-def test_search_snippets_show_no_raw_tex(server, browser):
-    term = "Riccati" if any("deep_linear" in p for p in CHAPTERS) else "Euler"
-    visit = Visit(browser, f"{server}/search.html?q={term}")
-    try:
-        visit.page.wait_for_selector("#search-results li p.context", timeout=30_000)
-        visit.page.wait_for_timeout(1_000)  # every result's snippet is fetched separately
-        snippets = visit.page.eval_on_selector_all("#search-results li p.context", "els => els.map(e => e.textContent)")
-        raw = [s for s in snippets if any(t in s for t in ("\\(", "\\)", "\\[", "$$", "\\frac", "\\eta"))]
-        assert not raw, f"{len(raw)} of {len(snippets)} search snippets show raw TeX: {raw[:2]}"
-    finally:
-        visit.close()
+def test_search_snippets_show_no_raw_tex(derived_search):
+    snippets = _result(derived_search["snippets"])
+    raw = [s for s in snippets if any(t in s for t in ("\\(", "\\)", "\\[", "$$", "\\frac", "\\eta"))]
+    assert not raw, f"{len(raw)} of {len(snippets)} search snippets show raw TeX: {raw[:2]}"
 
 
 # ---- Equations fit (issue 19, item 3) -----------------------------------------------------------------------------
