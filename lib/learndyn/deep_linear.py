@@ -493,15 +493,16 @@ def balanced_matrix_modes(t: ArrayLike, svals: ArrayLike, Psi: ArrayLike, tau: f
         raise ValueError(f"Psi must have shape (N2, r) with r = len(svals) = {s.size}; got {P.shape}")
     if P.shape[0] < s.size or np.linalg.matrix_rank(P) < s.size:
         raise ValueError("Psi must have full column rank (r <= N2 and independent columns)")
-    tau = as_positive("tau", tau)
-    tt = _real("t", t).ravel()
+    tau, tt = as_positive("tau", tau), _real("t", t).ravel()
     if np.any(tt < 0):
         raise ValueError("t must be non-negative")
-    M0inv = np.linalg.inv(P.T @ P)
-    E = np.exp(-np.outer(tt, s) / tau)                                      # (T, r)
-    N = E[:, :, None] * M0inv[None] * E[:, None, :]
-    N[:, np.arange(s.size), np.arange(s.size)] += (1.0 - E**2) / s
-    return np.diagonal(np.linalg.inv(N), axis1=-2, axis2=-1).copy()
+    M0inv, d, out = np.linalg.inv(P.T @ P), np.arange(s.size), np.empty((tt.size, s.size))
+    for i in range(0, tt.size, 256):                                       # 256 times at once: small temporaries
+        E = np.exp(-np.outer(tt[i:i + 256], s) / tau)                       # (T, r)
+        N = E[:, :, None] * M0inv[None] * E[:, None, :]
+        N[:, d, d] += (1.0 - E**2) / s
+        out[i:i + 256] = np.diagonal(np.linalg.inv(N), axis1=-2, axis2=-1)
+    return out
 
 
 def half_times(steps: ArrayLike, modes: ArrayLike, svals: ArrayLike, frac: float = 0.5) -> np.ndarray:

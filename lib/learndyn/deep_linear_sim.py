@@ -82,21 +82,23 @@ def decoupled_init(task: Task, N2: int, a0: ArrayLike, b0: ArrayLike, R: ArrayLi
             raise ValueError(f"batch={batch} but a0/b0 have a leading axis of {lead[0]}")
         lead = (batch,)
     a0, b0 = np.broadcast_to(a0, (*lead, r)), np.broadcast_to(b0, (*lead, r))
-    check_alloc(f"decoupled_init(N2={N2}, batch={lead})", (math.prod(lead) or 1) * (2 * N2 * N2 + N2 * (N1 + N3)))
+    size = (math.prod(lead) or 1) * (2 * N2 * N2 + N2 * (N1 + N3))
+    check_alloc(f"decoupled_init(N2={N2}, batch={lead})", size)
     gen = make_generator(seed)
-    if R is None:
-        q, rr = torch.linalg.qr(torch.randn(*lead, N2, N2, generator=gen, dtype=torch.float64))
-        Rt = q * torch.sign(torch.diagonal(rr, dim1=-2, dim2=-1)).unsqueeze(-2)
-    else:
-        Rt = torch.as_tensor(as_real_array("R", R))
-        eye = torch.eye(N2, dtype=torch.float64)
-        if Rt.shape[-2:] != (N2, N2) or not torch.allclose(Rt.transpose(-1, -2) @ Rt, eye, atol=1e-10):
-            raise ValueError(f"R must be an orthogonal ({N2}, {N2}) matrix")
-    D1, D2 = torch.zeros(*lead, N2, N1, dtype=torch.float64), torch.zeros(*lead, N3, N2, dtype=torch.float64)
-    idx = torch.arange(r)
-    D1[..., idx, idx], D2[..., idx, idx] = torch.as_tensor(a0.copy()), torch.as_tensor(b0.copy())
-    U, V = torch.as_tensor(task.U), torch.as_tensor(task.V)
-    W1, W2 = Rt @ D1 @ V.T, U @ D2 @ Rt.transpose(-1, -2)
+    with few_threads_if_small(torch.device("cpu"), size):   # built on the CPU: one thread for small matrices
+        if R is None:
+            q, rr = torch.linalg.qr(torch.randn(*lead, N2, N2, generator=gen, dtype=torch.float64))
+            Rt = q * torch.sign(torch.diagonal(rr, dim1=-2, dim2=-1)).unsqueeze(-2)
+        else:
+            Rt = torch.as_tensor(as_real_array("R", R))
+            eye = torch.eye(N2, dtype=torch.float64)
+            if Rt.shape[-2:] != (N2, N2) or not torch.allclose(Rt.transpose(-1, -2) @ Rt, eye, atol=1e-10):
+                raise ValueError(f"R must be an orthogonal ({N2}, {N2}) matrix")
+        D1, D2 = torch.zeros(*lead, N2, N1, dtype=torch.float64), torch.zeros(*lead, N3, N2, dtype=torch.float64)
+        idx = torch.arange(r)
+        D1[..., idx, idx], D2[..., idx, idx] = torch.as_tensor(a0.copy()), torch.as_tensor(b0.copy())
+        U, V = torch.as_tensor(task.U), torch.as_tensor(task.V)
+        W1, W2 = Rt @ D1 @ V.T, U @ D2 @ Rt.transpose(-1, -2)
     return W1.to(dev), W2.to(dev)
 
 
@@ -175,8 +177,6 @@ def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], eta
     """
     dev = get_device(device)
     Sig = _tensor("Sigma", Sigma, dev)
-    if Sig.ndim != 2:
-        raise ValueError(f"Sigma {tuple(Sig.shape)} must have shape (rows of Ws[-1], columns of Ws[0])")
     Ws = _chain(Ws, Sig, dev)
     steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
     eta_t = _eta(eta, Ws[0], dev)
@@ -199,7 +199,7 @@ def train_chain(Sigma: ArrayLike | Tensor, Ws: Sequence[ArrayLike | Tensor], eta
             back, grads = G, [None] * len(Ws)                      # back = (W_D .. W_{j+1})^T G
             for j in range(len(Ws) - 1, -1, -1):
                 grads[j] = -(back if pre[j] is None else back @ pre[j].swapaxes(-1, -2))
-                back = Ws[j].swapaxes(-1, -2) @ back
+                back = Ws[j].swapaxes(-1, -2) @ back if j else None  # not needed past j = 0
             Ws = [W - eta_t * g for W, g in zip(Ws, grads, strict=True)]
             div.check(k + 1, *Ws)
     return _history(steps_rec, rec, {"Ws": [_np(W) for W in Ws], **div.final()})
@@ -339,7 +339,7 @@ def train_deep_linear(Sigma: ArrayLike | Tensor, Sigma_xx: ArrayLike | Tensor, W
             back, grads = Sig - pre[-1] @ Sxx, [None] * len(Ws)  # back = (W_D .. W_{j+1})^T (Sigma - P Sigma_xx)
             for j in range(len(Ws) - 1, -1, -1):
                 grads[j] = back if j == 0 else back @ pre[j - 1].swapaxes(-1, -2)
-                back = Ws[j].swapaxes(-1, -2) @ back
+                back = Ws[j].swapaxes(-1, -2) @ back if j else None
             Ws = [W + eta * g for W, g in zip(Ws, grads, strict=True)]
     return _history(steps_rec, rec, {"Ws": [_np(W) for W in Ws]})
 
@@ -375,7 +375,7 @@ def gd_chains(s: ArrayLike, lam: ArrayLike, a0: ArrayLike, eta: float, steps: in
         for k in range(steps + 1):
             mu = prod(a, -2)
             loss = 0.5 * (lam * (mu - target) ** 2).sum(-1)
-            if not np.isfinite(loss).all():                 # NaN or inf in mu makes the loss so too
+            if not (math.isfinite(loss) if loss.ndim == 0 else np.isfinite(loss).all()):  # NaN/inf in mu: here too
                 raise DivergenceError(f"gd_chains diverged by step {k} (eta={eta:g})")
             if k % record_every == 0 or k == steps:
                 steps_rec.append(k)
@@ -503,7 +503,7 @@ class _Divergence:
         self.at = np.full(tuple(lead), -1, dtype=np.int64)
 
     def check(self, step: int, *Ws: Array) -> None:
-        if math.isfinite(sum(float(W.sum()) for W in Ws)):     # one reduction per matrix: cheap on the happy path
+        if math.isfinite(sum([float(W.sum()) for W in Ws])):   # one reduction per matrix: cheap on the happy path
             return
         ok = np.logical_and.reduce([_np(_finite_runs(W)) for W in Ws])
         if bool(ok.all()):                                     # only the sum overflowed
@@ -549,20 +549,21 @@ def _tracks(track: Sequence[str], known: tuple[str, ...] = TRACKS) -> tuple[str,
 
 
 def _basis(Sig: Tensor, U: ArrayLike | None, V: ArrayLike | None, dev: torch.device) -> tuple[Tensor, Tensor]:
-    if U is None or V is None:
-        Us, _, Vh = torch.linalg.svd(Sig.cpu().to(torch.float64), full_matrices=True)
-        U, V = (Us if U is None else U), (Vh.T if V is None else V)
-    Ut = as_real_tensor("U", U, device=dev, allow_grad=True).detach()
-    Vt = as_real_tensor("V", V, device=dev, allow_grad=True).detach()
-    if Ut.ndim != 2 or Vt.ndim != 2 or Ut.shape[0] != Sig.shape[0] or Vt.shape[0] != Sig.shape[1]:
-        raise ValueError(f"U must have {Sig.shape[0]} rows and V {Sig.shape[1]} rows; got {tuple(Ut.shape)}, "
-                         f"{tuple(Vt.shape)}")
-    for name, B in (("U", Ut), ("V", Vt)):
-        eye = torch.eye(B.shape[1], dtype=B.dtype, device=B.device)
-        if B.shape[1] > B.shape[0] or not torch.allclose(B.T @ B, eye, atol=1e-8):
-            raise ValueError(f"{name} must have orthonormal columns (singular vectors of Sigma); got shape "
-                             f"{tuple(B.shape)} with {name}^T {name} != I")
-    return Ut, Vt
+    with few_threads_if_small(dev, Sig.numel()):      # a threaded torch op on a small matrix costs milliseconds
+        if U is None or V is None:
+            Us, _, Vh = torch.linalg.svd(Sig.cpu().to(torch.float64), full_matrices=True)
+            U, V = (Us if U is None else U), (Vh.T if V is None else V)
+        Ut = as_real_tensor("U", U, device=dev, allow_grad=True).detach()
+        Vt = as_real_tensor("V", V, device=dev, allow_grad=True).detach()
+        if Ut.ndim != 2 or Vt.ndim != 2 or Ut.shape[0] != Sig.shape[0] or Vt.shape[0] != Sig.shape[1]:
+            raise ValueError(f"U must have {Sig.shape[0]} rows and V {Sig.shape[1]} rows; got {tuple(Ut.shape)}, "
+                             f"{tuple(Vt.shape)}")
+        for name, B in (("U", Ut), ("V", Vt)):
+            eye = torch.eye(B.shape[1], dtype=B.dtype, device=B.device)
+            if B.shape[1] > B.shape[0] or not torch.allclose(B.T @ B, eye, atol=1e-8):
+                raise ValueError(f"{name} must have orthonormal columns (singular vectors of Sigma); got shape "
+                                 f"{tuple(B.shape)} with {name}^T {name} != I")
+        return Ut, Vt
 
 
 def _diag(M: Array) -> Array:  # the diagonal of M ([B,] n, m): the mode strengths when M = U^T P V
@@ -595,10 +596,9 @@ def _metrics(track: tuple[str, ...], G: Array, P: Array, W1: Array, W2: Array, U
         out["loss"] = 0.5 * (G**2).sum((-2, -1))
     if "balance_drift" in track:
         D = W1 @ W1.swapaxes(-1, -2) - W2.swapaxes(-1, -2) @ W2 - C0
-        fin, where = _finite_runs(D), (torch.where if isinstance(D, Tensor) else np.where)
-        norm = where(fin[..., None, None], D, 0.0)             # a flagged, diverged run records NaN
-        norm = torch.linalg.matrix_norm(norm, ord=2) if isinstance(D, Tensor) else np.linalg.norm(norm, 2, (-2, -1))
-        out["balance_drift"] = where(fin, norm, math.nan)
+        where, svdvals = (torch.where, torch.linalg.svdvals) if isinstance(D, Tensor) else (np.where, np.linalg.svdvals)
+        fin = _finite_runs(D)                                  # a flagged, diverged run records NaN; ||.||_2 = s_max
+        out["balance_drift"] = where(fin, svdvals(where(fin[..., None, None], D, 0.0))[..., 0], math.nan)
     if "drift_bound" in track:
         out["drift_bound"] = bound
     return out
