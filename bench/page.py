@@ -90,21 +90,36 @@ TABULATED = ("batched", "sharpness_vs_pyhessian")
 
 
 def _notebooks(nbs: dict, previous: dict | None) -> list[str]:
-    """Each notebook's seconds, beside the previous record's where there is one, and its validation share."""
-    before = {r["notebook"]: r["seconds"] for r in (previous or {}).get("rows", [])}
-    rows = [[r["notebook"], _f(r["seconds"], ".1f"), _f(before.get(r["notebook"]), ".1f"),
-             _f(None if r.get("validation_share") is None else 100 * r["validation_share"], ".1f"),
+    """Each notebook's seconds and validation share, each beside the previous record's where there is one."""
+    before = {r["notebook"]: r for r in (previous or {}).get("rows", [])}
+
+    def pct(row: dict | None) -> float | None:
+        return None if row is None or row.get("validation_share") is None else 100 * row["validation_share"]
+
+    rows = [[r["notebook"], _f(r["seconds"], ".1f"), _f(before.get(r["notebook"], {}).get("seconds"), ".1f"),
+             _f(pct(r), ".1f"), _f(pct(before.get(r["notebook"])), ".1f"),
              "failed: " + r["error"] if r["error"] else
-             ("ok" if r["seconds"] <= nbs["budget_each_s"] else "over budget"),
+             ("ok" if r["seconds"] <= nbs["budget_each_s"] else "over budget")
+             + ("; validation not measured (profiled run failed)" if r.get("profile_error") else ""),
              f"{_f(r['load_before'], '.1f')} / {_f(r['load_after'], '.1f')}"] for r in nbs["rows"]]
-    rows.append(["whole book", _f(nbs["total_s"], ".0f"), _f((previous or {}).get("total_s"), ".0f"), "",
-                 f"budget {nbs['budget_total_s']:g} s", ""])
+    if nbs.get("partial"):  # the measured notebooks' total, beside the previous record's for the same notebooks
+        old = [before.get(r["notebook"], {}).get("seconds") for r in nbs["rows"]]
+        rows.append([f"these {len(nbs['rows'])} notebooks", _f(nbs["total_s"], ".0f"),
+                     _f(None if None in old else sum(old), ".0f"), "", "", f"book budget {nbs['budget_total_s']:g} s",
+                     ""])
+    else:
+        rows.append(["whole book", _f(nbs["total_s"], ".0f"), _f((previous or {}).get("total_s"), ".0f"), "", "",
+                     f"budget {nbs['budget_total_s']:g} s", ""])
     when = f" Previous: the record of {previous['date']}." if previous and previous.get("date") else ""
+    partial = (f" Only {len(nbs['rows'])} notebooks were measured for this record (`notebook_times.py` was given a "
+               "list): the book's total is theirs." if nbs.get("partial") else "")
     return ["## Notebook execution, each in a fresh kernel", "",
             "Seconds of one run of each notebook in a fresh kernel; validation: the percentage of the notebook's "
-            f"profiled run spent in learndyn's input checks.{when}", "",
-            *_table(["Notebook", "Seconds", "Previous (s)", "Validation (%)", "Status", "Load (before / after)"],
-                    rows)]
+            "profiled run (a separate process, `profile_notebook.py`'s cProfile run of its code) spent in "
+            f"learndyn's input checks, target under 3 %; previous: the same measurements in the previous record, "
+            f"where it has them.{when}{partial}", "",
+            *_table(["Notebook", "Seconds", "Previous (s)", "Validation (%)", "Previous (%)", "Status",
+                     "Load (before / after)"], rows)]
 
 
 def _sharpness(entry: dict) -> list[str]:

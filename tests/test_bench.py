@@ -165,7 +165,7 @@ def _record() -> dict:
                                 "load_after": 1, "validation_share": 0.041}], "all_ran": True, "max_s": 25.0,
                       "total_s": 250.0, "budget_each_s": 30, "budget_total_s": 120},
         "notebooks_previous": {"date": "2025-12-31T00:00:00Z", "total_s": 300.0,
-                               "rows": [{"notebook": "a.ipynb", "seconds": 61.5}]},
+                               "rows": [{"notebook": "a.ipynb", "seconds": 61.5, "validation_share": 0.262}]},
     }
 
 
@@ -187,16 +187,56 @@ def test_page_renders_every_section_and_marks_separate_runs(tmp_path):
     record = _record()
     record["targets"] = _load("run_all").targets(record)
     text = page.render(record)
-    for expected in ("## Targets", "30.0 [28.0–31.0]", "27710 parameters", "| a.ipynb | 25.0 | 61.5 | 4.1 | ok |",
+    for expected in ("## Targets", "30.0 [28.0–31.0]", "27710 parameters",
+                     "| a.ipynb | 25.0 | 61.5 | 4.1 | 26.2 | ok |",
                      "| whole book | 250 | 300 |", "Previous: the record of 2025-12-31T00:00:00Z.",
                      "1.50 [1.20–1.90]", "(not reached)", "no: the peer did not reach the target"):
         assert expected in text, expected
     for out, label in (("batched table", "same run"), ("eigen table", "same run"), ("cpu: ratio 30x", "separate run")):
         before = text[:text.index(out)].rstrip().splitlines()
         assert label in before[-3], (out, before[-3])  # the paragraph above the printout's code block
+    old = _record()
+    del old["notebooks_previous"]["rows"][0]["validation_share"]  # a record from before the share was measured
+    assert "| a.ipynb | 25.0 | 61.5 | 4.1 | — | ok |" in page.render(old)
     written = page.write(_record(), tmp_path)
     assert [p.name for p in written] == ["results.md", "accuracy_cost.png"]
     assert written[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_notebook_times_records_seconds_and_validation_share_beside_the_previous(tmp_path, monkeypatch):
+    """`notebook_times.py --record`: every notebook's seconds and validation share go into the record's "notebooks",
+    the entry it replaces becomes "notebooks_previous", and the page shows both (no notebook is run here)."""
+    nt = _load("notebook_times")
+    monkeypatch.setattr(nt, "run", lambda path: {"a.ipynb": 20.0, "b.ipynb": 12.5}[path.name])
+    monkeypatch.setattr(nt, "validation_share", lambda path: {"a.ipynb": 0.021, "b.ipynb": 0.004}[path.name])
+    entry = nt.measure([tmp_path / "a.ipynb", tmp_path / "b.ipynb"], partial=True)
+    assert [(r["notebook"], r["seconds"], r["validation_share"]) for r in entry["rows"]] == [
+        ("a.ipynb", 20.0, 0.021), ("b.ipynb", 12.5, 0.004)]
+    assert entry["total_s"] == 32.5 and entry["all_ran"] and entry["partial"]
+    out = tmp_path / "results.json"
+    out.write_text(json.dumps(_record()))
+    nt.record(entry, out)
+    data = json.loads(out.read_text())
+    assert data["notebooks"]["rows"][1]["validation_share"] == 0.004
+    previous = data["notebooks_previous"]["rows"][0]  # the entry the record held before
+    assert (previous["seconds"], previous["validation_share"]) == (25.0, 0.041)
+    book = next(t for t in data["targets"] if t["target"].startswith("whole book"))
+    assert not book["met"] and "partial" in book["measured"]  # two notebooks say nothing about the book
+    text = (tmp_path / "results.md").read_text()
+    assert "| a.ipynb | 20.0 | 25.0 | 2.1 | 4.1 | ok |" in text and "| b.ipynb | 12.5 | — | 0.4 | — | ok |" in text
+    assert "Only 2 notebooks were measured" in text and "| these 2 notebooks | 32 | — |" in text
+
+
+def test_notebook_times_keeps_the_time_when_the_profiled_run_fails(tmp_path, monkeypatch):
+    nt = _load("notebook_times")
+    monkeypatch.setattr(nt, "run", lambda path: 3.0)
+
+    def broken(path):
+        raise RuntimeError("the profiled run failed")
+
+    monkeypatch.setattr(nt, "validation_share", broken)
+    (row,) = nt.measure([tmp_path / "a.ipynb"])["rows"]
+    assert row["seconds"] == 3.0 and row["validation_share"] is None and "profiled run failed" in row["profile_error"]
 
 
 def test_the_committed_record_is_a_full_run_and_the_page_shows_it():
