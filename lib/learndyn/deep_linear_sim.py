@@ -9,9 +9,8 @@ metrics have the recorded steps as leading axis: "modes" (K, [B,] r), "loss" (K,
 finite numbers raises `DivergenceError` naming the step, or, with on_divergence="flag", records in
 `final["diverged_at"]` the first non-finite step of each run (-1: none).
 
-The arguments are checked once, as torch tensors on `device`; on the CPU the GD loops then run in numpy on the same
-float64 arrays (for matrices this small a torch operation costs 3-5 numpy ones: overhead), elsewhere in torch. The loops
-are written once in the operations both share (`@`, `swapaxes`, `sum`, `diagonal`): the same arithmetic on both.
+Arguments are checked once, as torch tensors on `device`; on the CPU the GD loops then run in numpy (a torch operation
+on matrices this small costs 3-5 numpy ones), elsewhere in torch, written once in the operations both share.
 """
 
 from __future__ import annotations
@@ -149,20 +148,25 @@ def train_two_layer(Sigma: ArrayLike | Tensor, W1: ArrayLike | Tensor, W2: Array
     Sig, W1, W2, eta_t, UtT, Vt = _backend(dev, Sig, W1, W2, eta_t, Ut.T, Vt)
     C0, steps_rec, rec = W1 @ W1.swapaxes(-1, -2) - W2.swapaxes(-1, -2) @ W2, [], {name: [] for name in track}
     bound = abs(W1[..., 0, 0]) * 0.0                           # ([B]) zeros of the backend: the drift bound so far
+    mm, sub = (np.matmul, np.subtract) if isinstance(W1, np.ndarray) else (torch.matmul, torch.sub)
+    W1, W2, P, G, m1, m2 = W1 * 1.0, W2 * 1.0, W2 @ W1, Sig - W2 @ W1, W1 * 0.0, W2 * 0.0  # the loop's, in place
     with few_threads_if_small(dev, _numel(W1, W2)), np.errstate(**_QUIET):
         for k in range(steps + 1):
-            P = W2 @ W1
-            G = Sig - P
+            mm(W2, W1, out=P)
+            sub(Sig, P, out=G)
             if k % record_every == 0 or k == steps:
                 steps_rec.append(k)
                 for name, val in _metrics(track, G, P, W1, W2, UtT, Vt, C0, bound).items():
                     rec[name].append(val)
             if k == steps:
                 break
-            m1, m2 = W2.swapaxes(-1, -2) @ G, G @ W1.swapaxes(-1, -2)  # minus the gradients (bitwise: no negation)
+            mm(W2.swapaxes(-1, -2), G, out=m1)                 # minus the gradients (bitwise: no negation)
+            mm(G, W1.swapaxes(-1, -2), out=m2)
             if "drift_bound" in track:
                 bound = bound + eta_t[..., 0, 0] ** 2 * ((m1**2).sum((-2, -1)) + (m2**2).sum((-2, -1)))
-            W1, W2 = W1 + eta_t * m1, W2 + eta_t * m2
+            for W, m in ((W1, m1), (W2, m2)):                  # W <- W + eta m, as W + eta * m rounds it
+                m *= eta_t
+                W += m
             div.check(k + 1, W1, W2)
     return _history(steps_rec, rec, {"W1": _np(W1), "W2": _np(W2), **div.final()})
 
@@ -240,9 +244,8 @@ def train_shallow(Sigma: ArrayLike | Tensor, W0: ArrayLike | Tensor, eta: float 
 
 
 def flow_two_layer(Sigma: ArrayLike, W1: ArrayLike, W2: ArrayLike, t_eval: ArrayLike, rtol: float = 1e-10,
-                   atol: float = 1e-12, tau: float = 1.0, U: ArrayLike | None = None,
-                   V: ArrayLike | None = None, track: Sequence[str] = ("modes", "loss", "balance_drift", "W1", "W2")
-                   ) -> History:
+                   atol: float = 1e-12, tau: float = 1.0, U: ArrayLike | None = None, V: ArrayLike | None = None,
+                   track: Sequence[str] = ("modes", "loss", "balance_drift", "W1", "W2")) -> History:
     """Reference gradient flow tau dW1/dt = W2^T G, tau dW2/dt = G W1^T (eq. `eq-saxe-flow`) by scipy's DOP853.
 
     Shares no code with the GD simulators. Unbatched; numpy in, `History` out with steps = t_eval (increasing,
@@ -315,8 +318,7 @@ def train_deep_linear(Sigma: ArrayLike | Tensor, Sigma_xx: ArrayLike | Tensor, W
             or float(torch.linalg.eigvalsh(Sxx).min()) <= 0:
         raise ValueError("Sigma_xx must be symmetric positive definite (an input correlation of full rank)")
     Ws = _chain(Ws, Sig, dev)
-    eta = as_positive("eta", eta)
-    steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
+    eta, steps, record_every = as_positive("eta", eta), as_int("steps", steps), as_int("record_every", record_every, 1)
     Ut, Vt = _basis(Sig, U, V, dev)
     Pstar = torch.linalg.solve(Sxx, Sig.T).T                   # Sigma Sigma_xx^-1 (Sigma_xx symmetric)
     Sig, Sxx, Pstar, UtT, Vt, *Ws = _backend(dev, Sig, Sxx, Pstar, Ut.T, Vt, *Ws)
@@ -364,8 +366,7 @@ def gd_chains(s: ArrayLike, lam: ArrayLike, a0: ArrayLike, eta: float, steps: in
                          f"{s.size}, lam {lam.size}")
     if np.any(s <= 0) or np.any(lam <= 0):
         raise ValueError(f"s and lam must be positive; got s={s}, lam={lam}")
-    eta = as_positive("eta", eta)
-    steps, record_every = as_int("steps", steps), as_int("record_every", record_every, minimum=1)
+    eta, steps, record_every = as_positive("eta", eta), as_int("steps", steps), as_int("record_every", record_every, 1)
     D, target = a.shape[-2], s / lam
     left, right = np.ones_like(a), np.ones_like(a)        # prod_{i < j} a_i and prod_{i > j} a_i, filled each step
     left_out, right_out = left[..., 1:, :], right[..., -2::-1, :]
@@ -499,8 +500,7 @@ class _Divergence:
     def __init__(self, mode: str, lead: tuple[int, ...]) -> None:
         if mode not in ("raise", "flag"):
             raise ValueError(f"on_divergence must be 'raise' or 'flag'; got {mode!r}")
-        self.mode = mode
-        self.at = np.full(tuple(lead), -1, dtype=np.int64)
+        self.mode, self.at = mode, np.full(tuple(lead), -1, dtype=np.int64)
 
     def check(self, step: int, *Ws: Array) -> None:
         if math.isfinite(sum([float(W.sum()) for W in Ws])):   # one reduction per matrix: cheap on the happy path
@@ -611,9 +611,8 @@ def _backend(dev: torch.device, *xs: Tensor) -> list[Array]:
 
 def _history(steps_rec: list[int], rec: dict[str, list[Array]], final: dict[str, object]) -> History:
     """Stack the per-step records of a simulator (numpy arrays or tensors of one shape) into a History."""
-    metrics = {name: np.stack(vals) if not isinstance(vals[0], Tensor) else torch.stack(vals).cpu().numpy()
-               for name, vals in rec.items()}
-    return History(np.asarray(steps_rec), metrics, final)
+    return History(np.asarray(steps_rec), {name: np.stack(vals) if not isinstance(vals[0], Tensor) else
+                                           torch.stack(vals).cpu().numpy() for name, vals in rec.items()}, final)
 
 
 def _np(x: Array) -> np.ndarray:
