@@ -191,6 +191,9 @@ def test_uv_toy_v63():
         sh.uv_toy_gd(4.0, 0.1, 0.4, 100)
     flagged = sh.uv_toy_gd([4.0, 1.0], [0.1, 0.9], 0.4, 100, on_divergence="flag")
     assert flagged.final["diverged"].tolist() == [True, False] and flagged.final["diverge_step"][0] > 0
+    one = sh.uv_toy_gd(4.0, 0.1, 0.4, 100, on_divergence="flag")  # a scalar run (numpy scalars in the loop)
+    assert one.final["diverged"] and one.final["diverge_step"] == flagged.final["diverge_step"][0]
+    assert np.isnan(one["u"][-1]) and np.isfinite(one["u"][0])
 
 
 def test_eos_summary_on_a_synthetic_history():

@@ -444,6 +444,7 @@ def uv_toy_gd(u0: np.ndarray | float, v0: np.ndarray | float, eta: float, steps:
                         raise DivergenceError(f"the (u, v) toy diverged at step {k + 1} (eta={eta:g}): |uv| "
                                               "exceeded 1e8")
                     div_step[bad] = k + 1
+                    u, v, uv = np.array(u), np.array(v), np.array(uv)  # a scalar run's are numpy scalars
                     u[bad], v[bad], uv[bad] = np.nan, np.nan, np.nan  # NaN from then on (it propagates)
             U[k + 1], V[k + 1] = u, v
     metrics = {"u": U, "v": V, "loss": _by_rows(_uv_loss, U, V), "sharpness": _by_rows(_uv_sharpness, U, V)}
