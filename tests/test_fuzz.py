@@ -86,6 +86,13 @@ def _enter(cm_factory: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _field_at_a_point(factory: Callable[..., Any]) -> Callable[..., Any]:
+    """A vector-field factory as a function: build the field and evaluate it once at y = (0.3, 0.2)."""
+    def call(**kw: Any) -> Any:
+        return factory(**kw)(0.0, np.array([0.3, 0.2]))
+    return call
+
+
 def _history(**kw: Any) -> Any:
     return core.History.from_records(**kw)
 
@@ -282,6 +289,11 @@ SPECS: list[Spec] = [
          lambda: {"z1": _tensor(np.eye(3, 2)), "z2": _tensor(np.ones((3, 2)))}, {"z1": "array", "z2": "array"}),
     Spec("ssl", "spectral_contrastive_pop_grad", ssl.spectral_contrastive_pop_grad,
          lambda: {"Phi": PHI0, "sigma2": 0.25}, {"Phi": "barray", "sigma2": "nonneg"}, edges=[{"sigma2": 0.0}]),
+    Spec("ssl", "spectral_contrastive_mc_grad", ssl.spectral_contrastive_mc_grad,
+         lambda: {"Phi": PHI0, "sigma2": 0.25, "n": 8},
+         {"Phi": "barray", "sigma2": "nonneg", "n": "count", "seed": "seed"}, edges=[{"sigma2": 0.0}, {"n": 2}]),
+    Spec("ssl", "tian_mode_field", _field_at_a_point(ssl.tian_mode_field), lambda: {"sigma2": 0.25},
+         {"sigma2": "nonneg", "wd": "nonneg", "alpha_p": "pos"}, edges=[{"sigma2": 0.0}]),
     Spec("ssl", "spectral_contrastive_modes", ssl.spectral_contrastive_modes,
          lambda: {"s0": 0.1, "sigma2": 0.25, "wd": 0.01, "t": np.linspace(0, 1, 3)},
          {"s0": "barray", "sigma2": "nonneg", "wd": "nonneg", "t": "times"}),
