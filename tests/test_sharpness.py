@@ -1,6 +1,8 @@
 """Unit tests of learndyn.sharpness (Ch 6): HVPs and eigen-solvers against the dense Hessian (float64), the closed
 forms of the quadratic and the (u, v) toy on both sides of 2/eta, bad input, and fast versions of V6.1-V6.5."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -519,3 +521,18 @@ def test_cold_guard_catches_an_eigenvalue_rising_from_below_the_warm_block():
             sh.train_gd_sharpness(_Crossing(), X, Y, cold_every=bad, **kw)
     with pytest.raises(ValueError, match="cold_iters"):
         sh.train_gd_sharpness(_Crossing(), X, Y, cold_iters=1, **{**kw, "steps": 1})
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(sh.__file__).parent / "data").glob("eos_traces*.npz")))
+def test_shipped_eos_traces_are_what_the_library_computes_now(name):
+    """Each shipped trace file (bench/eos_traces.py) still describes the library: the first 50 steps of its first run,
+    re-run with the generator's settings, give its losses and its first three sharpness estimates. A change of the
+    training loop, the network, the data or the estimator that moves them fails here: regenerate the file."""
+    traces = np.load(Path(sh.__file__).parent / "data" / name)
+    seed, n, eta = int(traces["seed"]), int(traces["n"]), float(traces["eta"][0])
+    X, Y, _ = sh.digits_tensors(n, device="cpu")
+    h = sh.train_gd_sharpness(sh.make_mlp(seed=seed), X, Y, eta, 50, eig_every=25, device="cpu", cold_every=10)
+    # float32 storage (6e-8) and float32 training on other thread counts (sums in another order): ~1e-6 over 50 steps
+    np.testing.assert_allclose(h["loss"], traces["loss"][0, :51], rtol=1e-5)
+    # the estimator's relative residual <= 1e-3 puts its Ritz value within ~1e-6 relative of the eigenvalue it finds
+    np.testing.assert_allclose(h.final["sharpness"], traces["sharpness"][0, :3], rtol=1e-4)
