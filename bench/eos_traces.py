@@ -12,9 +12,11 @@ With `--validate` it also solves the eigenproblem again from a random vector (Kr
 <= 1e-5) at EVERY estimate step of every run, and prints the worst relative error of the training loop's estimate
 against that cold-start top eigenvalue (the heavier version of Chapter 6's check; about 4x the time).
 
-The shipped file is seed 0. `make robust` runs this generator at its other seeds (`--seed k --out
+The shipped files are seed 0 (`eos_traces.npz`) and seed 1 (`--seed 1 --out lib/learndyn/data/eos_traces-seed-1.npz`,
+the seed of CI's second run). `make robust` runs this generator at its other seeds (`--seed k --out
 _build/robust/eos_traces-seed-k.npz`), and Chapter 6 run with LEARNDYN_SEED=k reads that file, so the claims
-resting on these traces are tested on fresh draws too.
+resting on these traces are tested on fresh draws too. `tests/test_sharpness.py` re-runs the first 50 steps of each
+shipped file and fails when the library no longer gives them: then run this generator again.
 """
 
 from __future__ import annotations

@@ -395,6 +395,10 @@ def test_stored_eos_traces_follow_the_seed_knob(tmp_path, monkeypatch):
     monkeypatch.setenv("LEARNDYN_SEED", "3")
     traces, where = sh_.stored_eos_traces()  # no regenerated file: the shipped traces, and it says so
     assert int(traces["seed"]) == 0 and "seed 0" in where
+    monkeypatch.setenv("LEARNDYN_SEED", "1")
+    traces, where = sh_.stored_eos_traces()  # CI's second seed ships with the package
+    assert int(traces["seed"]) == 1 and "seed 1 (shipped" in where
+    monkeypatch.setenv("LEARNDYN_SEED", "3")
     (tmp_path / "_build" / "robust").mkdir(parents=True)
     np.savez(tmp_path / "_build" / "robust" / "eos_traces-seed-3.npz", seed=np.array(3), lrs=np.array([0.4]))
     traces, where = sh_.stored_eos_traces()
