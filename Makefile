@@ -31,7 +31,11 @@ $(STAMP): requirements.txt pyproject.toml
 $(VENDOR): scripts/vendor_web_assets.py | $(STAMP)
 	$(BIN)/python scripts/vendor_web_assets.py
 
+# The chapters execute first, $(JOBS) at a time on $(JOBS) cores (scripts/execute_chapters.py: one thread each,
+# longest first, into the execution cache the build reads, which then executes none of them; a cell that raises
+# stops here, before the build).
 book: $(STAMP) $(VENDOR)
+	$(BIN)/python scripts/execute_chapters.py --jobs $(JOBS)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
@@ -123,3 +127,19 @@ student-book: $(STAMP) $(VENDOR)
 	$(BIN)/python -m learndyn.teach --book . book --out $(STUDENT) --force
 	$(BIN)/jupyter-book build $(STUDENT) -W -n --keep-going $(if $(STUDENT_TOC),--toc $(abspath $(STUDENT_TOC)))
 	@echo "The student edition is at $(abspath $(STUDENT))/_build/html/index.html"
+
+# The message catalogs of the translated editions (issue 34; how to translate: locales/ja/TRANSLATING.md). Sphinx's
+# gettext builder reads the whole book as `make book` does, from the execution cache (a chapter the cache lacks is
+# executed, so that its figure captions are messages too), with its own doctrees: _build/.doctrees and _build/html
+# of the English build stay untouched. One template per page in _build/gettext/**/*.pot, then sphinx-intl merges
+# each into locales/<lang>/LC_MESSAGES/**/*.po: new English is added untranslated, changed English is marked fuzzy,
+# and every other translation is kept. `scripts/po_check.py` checks the translations.
+LANGS ?= ja
+GETTEXT_BUILD := import sys; from pathlib import Path; from jupyter_book.sphinx import build_sphinx; root = Path.cwd(); \
+	sys.exit(build_sphinx(root, root / "_build/gettext", builder="gettext", noconfig=True, \
+	path_config=str(root / "_config.yml"), doctreedir=root / "_build/.doctrees-gettext", warningiserror=True, \
+	keep_going=True, confoverrides={"external_toc_path": str(root / "_toc.yml"), "latex_individualpages": False}))
+.PHONY: gettext
+gettext: $(STAMP)
+	$(BIN)/python -c '$(GETTEXT_BUILD)'
+	$(BIN)/sphinx-intl update -p _build/gettext -d locales $(foreach l,$(LANGS),-l $(l))

@@ -25,12 +25,18 @@ from ..core import SEED_ENV
 from . import KEEP_GOING_ENV
 
 DEFAULT_SEEDS = (1, 2, 3, 4, 5)
+_LONGEST = {"06": 0, "02": 1, "07": 2, "03": 3, "04": 4, "08": 5, "01": 6, "05": 7, "00": 8}  # by run time, 2026-12
 
 
-def run_notebook(path: Path, seed: int, records: Path, timeout: int = 1800) -> list[str]:
-    """Execute one notebook at LEARNDYN_SEED=seed in a fresh kernel; the errors of cells that raised, as text."""
+def run_notebook(path: Path, seed: int, records: Path, timeout: int = 1800, threads: int | None = None) -> list[str]:
+    """Execute one notebook at LEARNDYN_SEED=seed in a fresh kernel; the errors of cells that raised, as text.
+
+    `threads` sets the kernel's OMP_NUM_THREADS (torch's threads, through `learndyn.setup`); None keeps the caller's.
+    """
     env = dict(os.environ, **{SEED_ENV: str(seed), KEEP_GOING_ENV: "1", "LEARNDYN_CHECKS_DIR": str(records),
                               "MPLBACKEND": "agg"})
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
     code = ("import json, sys, nbformat, nbclient\n"
             "nb = nbformat.read(sys.argv[1], as_version=4)\n"
             "client = nbclient.NotebookClient(nb, timeout=int(sys.argv[2]), allow_errors=True,\n"
@@ -80,11 +86,18 @@ def main(argv: list[str], root: Path | None = None) -> int:
         print("no chapter notebook matches", args.chapters)
         return 1
     base = Path(os.environ.get("LEARNDYN_CHECKS_DIR") or root / "_build" / "checks")
-    jobs = [(p, k) for k in args.seeds for p in notebooks]
+    # longest first (Chapter 6, then 2), so that the last notebooks to finish are short ones
+    jobs = sorted(((p, k) for k in args.seeds for p in notebooks),
+                  key=lambda job: (job[1], _LONGEST.get(job[0].stem[:2], 9)))
+    # Notebooks side by side share the cores: each kernel gets OMP_NUM_THREADS / jobs threads (at least one). torch's
+    # OpenMP threads oversubscribed (two kernels of two threads on two cores) spin and wait on each other: Chapter 6
+    # took 15 minutes beside another kernel at two threads, 1.5 minutes at one.
+    threads = max(1, int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1) // max(1, args.jobs))
     for p, k in jobs:  # a chapter's records at that seed are replaced, not merged with an older run
         (base / f"seed-{k}" / f"{p.stem}.json").unlink(missing_ok=True)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        errors = list(pool.map(lambda job: run_notebook(job[0], job[1], base / f"seed-{job[1]}"), jobs))
+        errors = list(pool.map(lambda job: run_notebook(job[0], job[1], base / f"seed-{job[1]}", threads=threads),
+                               jobs))
     summary = summarise([p.stem for p in notebooks], args.seeds, base)
     summary["errors"] = {f"{p.stem} seed {k}": e for (p, k), e in zip(jobs, errors, strict=True) if e}
     bad = 0
