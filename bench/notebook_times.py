@@ -34,13 +34,25 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def run(path: Path) -> float:
-    """Seconds to execute the notebook in a fresh kernel (in its own folder)."""
+_CPU_PROBE = ("import resource as _r\n_u = _r.getrusage(_r.RUSAGE_SELF)\n"
+              "print('__cpu_seconds__', _u.ru_utime + _u.ru_stime)")
+
+
+def run(path: Path) -> tuple[float, float | None]:
+    """Wall seconds to execute the notebook in a fresh kernel (in its own folder), and the CPU seconds its kernel
+    spent in the notebook's cells (all threads; read by a probe cell before the first cell and after the last).
+
+    On a quiet machine the wall time is the reader's number. On a loaded one it grows with the load, while the CPU
+    time of a one-thread kernel stays close to the quiet wall time (it grows only through shared caches)."""
     nb = nbformat.read(path, as_version=4)
+    nb.cells = [nbformat.v4.new_code_cell(_CPU_PROBE), *nb.cells, nbformat.v4.new_code_cell(_CPU_PROBE)]
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     client.execute()
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    cpu = [float(line.split()[1]) for cell in (nb.cells[0], nb.cells[-1]) for out in cell.get("outputs", [])
+           for line in str(out.get("text", "")).splitlines() if line.startswith("__cpu_seconds__")]
+    return wall, (cpu[1] - cpu[0] if len(cpu) == 2 else None)
 
 
 def validation_share(path: Path) -> float:
@@ -71,11 +83,12 @@ def measure(paths: list[Path], profile: bool = True, partial: bool = False) -> d
             for path in paths:
                 load = _load()
                 try:
-                    seconds, error = run(path), None
+                    (seconds, cpu), error = run(path), None
                 except Exception as err:  # a failing notebook is a result too
-                    seconds, error = None, f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:300]}"
-                row = {"notebook": path.name, "seconds": seconds, "error": error, "load_before": load,
-                       "load_after": _load(), "validation_share": None}
+                    seconds, cpu = None, None
+                    error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:300]}"
+                row = {"notebook": path.name, "seconds": seconds, "cpu_seconds": cpu, "error": error,
+                       "load_before": load, "load_after": _load(), "validation_share": None}
                 if profile and error is None:
                     try:
                         row["validation_share"] = validation_share(path)
@@ -84,6 +97,7 @@ def measure(paths: list[Path], profile: bool = True, partial: bool = False) -> d
                 rows.append(row)
                 share = row["validation_share"]
                 print(f"  {path.name}: {seconds if seconds is None else round(seconds, 1)} s"
+                      f"{'' if cpu is None else f' ({cpu:.1f} s CPU)'}"
                       f"{' FAILED' if error else ''}"
                       f"{'' if share is None else f', validation {100 * share:.1f} %'}", flush=True)
         finally:
@@ -92,7 +106,9 @@ def measure(paths: list[Path], profile: bool = True, partial: bool = False) -> d
             else:
                 os.environ["LEARNDYN_CHECKS_DIR"] = saved
     done = [r["seconds"] for r in rows if r["seconds"] is not None]
-    return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "threads": os.environ.get("OMP_NUM_THREADS"),
+    cpu_done = [r["cpu_seconds"] for r in rows if r["cpu_seconds"] is not None]
+    return {"cpu_total_s": sum(cpu_done),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "threads": os.environ.get("OMP_NUM_THREADS"),
             "rows": rows, "total_s": sum(done), "max_s": max(done, default=None), "budget_each_s": BUDGET_S,
             "budget_total_s": BOOK_BUDGET_S, "validation_target": VALIDATION_TARGET,
             "all_ran": all(r["error"] is None for r in rows), "partial": partial}
@@ -131,10 +147,11 @@ def main(argv: list[str]) -> int:
     paths = [p.resolve() for p in args.notebooks] or book
     entry = measure(paths, profile=not args.no_profile, partial={p.name for p in paths} != {p.name for p in book})
     width = max(len(r["notebook"]) for r in entry["rows"])
-    print(f"{'notebook':<{width}}  seconds  validation  budget")
+    print(f"{'notebook':<{width}}  seconds  CPU s  validation  budget")
     for r in entry["rows"]:
-        secs, share = r["seconds"], r["validation_share"]
+        secs, share, cpu = r["seconds"], r["validation_share"], r.get("cpu_seconds")
         print(f"{r['notebook']:<{width}}  {'failed' if secs is None else f'{secs:7.1f}'}  "
+              f"{'' if cpu is None else f'{cpu:5.1f}'}  "
               f"{'' if share is None else f'{100 * share:9.1f} %'}  "
               f"{'ok' if secs is not None and secs <= BUDGET_S else 'OVER'}")
     print(f"{'total':<{width}}  {entry['total_s']:7.1f}  (budget {BOOK_BUDGET_S:g} s)")

@@ -97,7 +97,7 @@ def _notebooks(nbs: dict, previous: dict | None) -> list[str]:
         return None if row is None or row.get("validation_share") is None else 100 * row["validation_share"]
 
     rows = [[r["notebook"], _f(r["seconds"], ".1f"), _f(before.get(r["notebook"], {}).get("seconds"), ".1f"),
-             _f(pct(r), ".1f"), _f(pct(before.get(r["notebook"])), ".1f"),
+             _f(r.get("cpu_seconds"), ".1f"), _f(pct(r), ".1f"), _f(pct(before.get(r["notebook"])), ".1f"),
              "failed: " + r["error"] if r["error"] else
              ("ok" if r["seconds"] <= nbs["budget_each_s"] else "over budget")
              + ("; validation not measured (profiled run failed)" if r.get("profile_error") else ""),
@@ -105,20 +105,24 @@ def _notebooks(nbs: dict, previous: dict | None) -> list[str]:
     if nbs.get("partial"):  # the measured notebooks' total, beside the previous record's for the same notebooks
         old = [before.get(r["notebook"], {}).get("seconds") for r in nbs["rows"]]
         rows.append([f"these {len(nbs['rows'])} notebooks", _f(nbs["total_s"], ".0f"),
-                     _f(None if None in old else sum(old), ".0f"), "", "", f"book budget {nbs['budget_total_s']:g} s",
+                     _f(None if None in old else sum(old), ".0f"), _f(nbs.get("cpu_total_s"), ".0f"), "", "",
+                     f"book budget {nbs['budget_total_s']:g} s",
                      ""])
     else:
-        rows.append(["whole book", _f(nbs["total_s"], ".0f"), _f((previous or {}).get("total_s"), ".0f"), "", "",
+        rows.append(["whole book", _f(nbs["total_s"], ".0f"), _f((previous or {}).get("total_s"), ".0f"),
+                     _f(nbs.get("cpu_total_s"), ".0f"), "", "",
                      f"budget {nbs['budget_total_s']:g} s", ""])
     when = f" Previous: the record of {previous['date']}." if previous and previous.get("date") else ""
     partial = (f" Only {len(nbs['rows'])} notebooks were measured for this record (`notebook_times.py` was given a "
                "list): the book's total is theirs." if nbs.get("partial") else "")
     return ["## Notebook execution, each in a fresh kernel", "",
-            "Seconds of one run of each notebook in a fresh kernel; validation: the percentage of the notebook's "
+            "Seconds of one run of each notebook in a fresh kernel (wall time; CPU: the seconds of CPU its kernel "
+            "spent, all threads, which a load on the machine inflates far less than the wall time); validation: the "
+            "percentage of the notebook's "
             "profiled run (a separate process, `profile_notebook.py`'s cProfile run of its code) spent in "
             f"learndyn's input checks, target under 3 %; previous: the same measurements in the previous record, "
             f"where it has them.{when}{partial}", "",
-            *_table(["Notebook", "Seconds", "Previous (s)", "Validation (%)", "Previous (%)", "Status",
+            *_table(["Notebook", "Seconds", "Previous (s)", "CPU (s)", "Validation (%)", "Previous (%)", "Status",
                      "Load (before / after)"], rows)]
 
 

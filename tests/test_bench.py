@@ -188,8 +188,8 @@ def test_page_renders_every_section_and_marks_separate_runs(tmp_path):
     record["targets"] = _load("run_all").targets(record)
     text = page.render(record)
     for expected in ("## Targets", "30.0 [28.0–31.0]", "27710 parameters",
-                     "| a.ipynb | 25.0 | 61.5 | 4.1 | 26.2 | ok |",
-                     "| whole book | 250 | 300 |", "Previous: the record of 2025-12-31T00:00:00Z.",
+                     "| a.ipynb | 25.0 | 61.5 | — | 4.1 | 26.2 | ok |",
+                     "| whole book | 250 | 300 | — |", "Previous: the record of 2025-12-31T00:00:00Z.",
                      "1.50 [1.20–1.90]", "(not reached)", "no: the peer did not reach the target"):
         assert expected in text, expected
     for out, label in (("batched table", "same run"), ("eigen table", "same run"), ("cpu: ratio 30x", "separate run")):
@@ -197,7 +197,7 @@ def test_page_renders_every_section_and_marks_separate_runs(tmp_path):
         assert label in before[-3], (out, before[-3])  # the paragraph above the printout's code block
     old = _record()
     del old["notebooks_previous"]["rows"][0]["validation_share"]  # a record from before the share was measured
-    assert "| a.ipynb | 25.0 | 61.5 | 4.1 | — | ok |" in page.render(old)
+    assert "| a.ipynb | 25.0 | 61.5 | — | 4.1 | — | ok |" in page.render(old)
     written = page.write(_record(), tmp_path)
     assert [p.name for p in written] == ["results.md", "accuracy_cost.png"]
     assert written[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -207,12 +207,12 @@ def test_notebook_times_records_seconds_and_validation_share_beside_the_previous
     """`notebook_times.py --record`: every notebook's seconds and validation share go into the record's "notebooks",
     the entry it replaces becomes "notebooks_previous", and the page shows both (no notebook is run here)."""
     nt = _load("notebook_times")
-    monkeypatch.setattr(nt, "run", lambda path: {"a.ipynb": 20.0, "b.ipynb": 12.5}[path.name])
+    monkeypatch.setattr(nt, "run", lambda path: {"a.ipynb": (20.0, 18.0), "b.ipynb": (12.5, None)}[path.name])
     monkeypatch.setattr(nt, "validation_share", lambda path: {"a.ipynb": 0.021, "b.ipynb": 0.004}[path.name])
     entry = nt.measure([tmp_path / "a.ipynb", tmp_path / "b.ipynb"], partial=True)
     assert [(r["notebook"], r["seconds"], r["validation_share"]) for r in entry["rows"]] == [
         ("a.ipynb", 20.0, 0.021), ("b.ipynb", 12.5, 0.004)]
-    assert entry["total_s"] == 32.5 and entry["all_ran"] and entry["partial"]
+    assert entry["total_s"] == 32.5 and entry["cpu_total_s"] == 18.0 and entry["all_ran"] and entry["partial"]
     out = tmp_path / "results.json"
     out.write_text(json.dumps(_record()))
     nt.record(entry, out)
@@ -223,13 +223,14 @@ def test_notebook_times_records_seconds_and_validation_share_beside_the_previous
     book = next(t for t in data["targets"] if t["target"].startswith("whole book"))
     assert not book["met"] and "partial" in book["measured"]  # two notebooks say nothing about the book
     text = (tmp_path / "results.md").read_text()
-    assert "| a.ipynb | 20.0 | 25.0 | 2.1 | 4.1 | ok |" in text and "| b.ipynb | 12.5 | — | 0.4 | — | ok |" in text
-    assert "Only 2 notebooks were measured" in text and "| these 2 notebooks | 32 | — |" in text
+    assert "| a.ipynb | 20.0 | 25.0 | 18.0 | 2.1 | 4.1 | ok |" in text
+    assert "| b.ipynb | 12.5 | — | — | 0.4 | — | ok |" in text
+    assert "Only 2 notebooks were measured" in text and "| these 2 notebooks | 32 | — | 18 |" in text
 
 
 def test_notebook_times_keeps_the_time_when_the_profiled_run_fails(tmp_path, monkeypatch):
     nt = _load("notebook_times")
-    monkeypatch.setattr(nt, "run", lambda path: 3.0)
+    monkeypatch.setattr(nt, "run", lambda path: (3.0, 2.5))
 
     def broken(path):
         raise RuntimeError("the profiled run failed")
