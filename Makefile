@@ -132,14 +132,27 @@ student-book: $(STAMP) $(VENDOR)
 # gettext builder reads the whole book as `make book` does, from the execution cache (a chapter the cache lacks is
 # executed, so that its figure captions are messages too), with its own doctrees: _build/.doctrees and _build/html
 # of the English build stay untouched. One template per page in _build/gettext/**/*.pot, then sphinx-intl merges
-# each into locales/<lang>/LC_MESSAGES/**/*.po: new English is added untranslated, changed English is marked fuzzy,
-# and every other translation is kept. `scripts/po_check.py` checks the translations.
+# each into locales/<lang>/LC_MESSAGES/**/*.po: new English is added untranslated, changed English is marked fuzzy
+# (with the old translation), every other translation is kept, and a message whose English is gone is dropped (git
+# has it). `scripts/po_check.py` checks the translations.
 LANGS ?= ja
-GETTEXT_BUILD := import sys; from pathlib import Path; from jupyter_book.sphinx import build_sphinx; root = Path.cwd(); \
-	sys.exit(build_sphinx(root, root / "_build/gettext", builder="gettext", noconfig=True, \
-	path_config=str(root / "_config.yml"), doctreedir=root / "_build/.doctrees-gettext", warningiserror=True, \
-	keep_going=True, confoverrides={"external_toc_path": str(root / "_toc.yml"), "latex_individualpages": False}))
-.PHONY: gettext
+# Jupyter Book's own build call (as `jupyter-book build . -W -n --keep-going`) with a builder, an output folder, a
+# doctree folder and more configuration of one's own: $(call jb_build,BUILDER,OUTDIR,DOCTREES,EXTRA_OVERRIDES).
+jb_build = import sys; from pathlib import Path; from jupyter_book.sphinx import build_sphinx; root = Path.cwd(); \
+	sys.exit(build_sphinx(root, root / "$(2)", builder="$(1)", doctreedir=root / "$(3)", noconfig=True, \
+	path_config=str(root / "_config.yml"), warningiserror=True, keep_going=True, confoverrides={"nitpicky": True, \
+	"external_toc_path": str(root / "_toc.yml"), "latex_individualpages": False, \
+	"nb_execution_cache_path": str(root / "_build/.jupyter_cache")$(4)}))
+.PHONY: gettext book-lang
 gettext: $(STAMP)
-	$(BIN)/python -c '$(GETTEXT_BUILD)'
-	$(BIN)/sphinx-intl update -p _build/gettext -d locales $(foreach l,$(LANGS),-l $(l))
+	$(BIN)/python -c '$(call jb_build,gettext,_build/gettext,_build/.doctrees-gettext)'
+	$(BIN)/sphinx-intl update -p _build/gettext -d locales --no-obsolete $(foreach l,$(LANGS),-l $(l))
+
+# A translated edition as it stands (untranslated messages stay English): `make book`'s build with
+# language=$(BOOK_LANG) and the catalogs of locales/$(BOOK_LANG), from the same execution cache, into
+# _build/$(BOOK_LANG)/html (its own doctrees; Sphinx compiles each .po into a .mo beside it, which git ignores).
+BOOK_LANG ?= ja
+LANG_OVERRIDES = , "language": "$(BOOK_LANG)"
+book-lang: $(STAMP) $(VENDOR)
+	$(BIN)/python -c '$(call jb_build,html,_build/$(BOOK_LANG)/html,_build/$(BOOK_LANG)/.doctrees,$(LANG_OVERRIDES))'
+	@echo "The $(BOOK_LANG) edition is at $(CURDIR)/_build/$(BOOK_LANG)/html/index.html"
