@@ -5,7 +5,8 @@ Runs, each in a fresh process (so threads and random states do not leak between 
                        (target: median >= 10x);
 - `bench_sharpness.py` the Ch 6 eigen-solvers (learndyn's, PyHessian's own package, Cohen et al.'s method, the
                        dense Hessian) at measured equal accuracy over 10 seeds (targets: no slower than PyHessian;
-                       within 1.3x of set-up + products x one product, with the product `top_eigs` calls);
+                       within 1.1x (top 1) and 1.3x (top 3) of set-up + products x one product, with the product
+                       `top_eigs` calls);
 - every other `bench_*.py` (e.g. `bench_deep_linear.py`), whose printed output is kept;
 - `notebook_times.py`'s timing of every chapter notebook in a fresh kernel and its share of time in input validation
   (targets: each <= 30 s, the whole book <= 120 s, validation < 3 % of each), with the check records sent to a
@@ -41,7 +42,8 @@ STRUCTURED = {  # script -> (key in results.json, extra arguments for --quick)
                                                       "--narrow-width", "3", "--solvers", "learndyn krylov",
                                                       "PyHessian"]),
 }
-BOOK_BUDGET_S, NOTEBOOK_BUDGET_S, VALIDATION_TARGET, BATCH_TARGET, HVP_TARGET = 120.0, 30.0, 0.03, 10.0, 1.3
+BOOK_BUDGET_S, NOTEBOOK_BUDGET_S, VALIDATION_TARGET, BATCH_TARGET = 120.0, 30.0, 0.03, 10.0
+HVP_TARGET = {1: 1.1, 3: 1.3}  # the solver's seconds over set-up + its products, by k (issue 33); 1.3 for other k
 PACKAGES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn", "learndyn", "pyhessian", "jupyter-book",
             "nbclient")
 
@@ -146,11 +148,11 @@ def sharpness_targets(full: dict, ours: str = "learndyn krylov", budget: int | N
                                         + (f"its budget of {budget} products)" if budget else "its product budget)")),
                          "met": bool(mine and mine["reached"] and (s["median"] >= 1.0 or not q["both_reached"]))})
         if mine:
-            o = mine["overhead"]
-            rows.append({"target": f"top {k}: {ours} within {HVP_TARGET:g}x of set-up + products x one product "
+            o, limit = mine["overhead"], HVP_TARGET.get(k, 1.3)
+            rows.append({"target": f"top {k}: {ours} within {limit:g}x of set-up + products x one product "
                                    f"({mine['product']})",
                          "measured": f"{o['median']:.2f}x [{o['q1']:.2f}–{o['q3']:.2f}]",
-                         "met": bool(o["median"] <= HVP_TARGET)})
+                         "met": bool(o["median"] <= limit)})
     return rows
 
 
