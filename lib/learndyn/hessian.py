@@ -164,7 +164,7 @@ def top_eigs(loss_of_params: LossFn, params: Params, k: int = 1,
     most `tol`. Warm-started with the previous Ritz vectors it converges like Lanczos, not like the ratio
     lambda_2 / lambda_1, so clustered top eigenvalues (the edge of stability) cost few products. `tol_rest`
     (default `tol`) is the residual the Ritz pairs 2..k must reach.
-    What a result certifies (all methods): each Ritz value theta_j is at most lambda_j (Cauchy interlacing: the
+    What a result guarantees (all methods): each Ritz value theta_j is at most lambda_j (Cauchy interlacing: the
     estimate never exceeds lambda_max), and some eigenvalue lies within residual_j * |theta_j| of it
     (min_i |lambda_i - theta| <= ||Hv - theta v|| for a unit v). The residual does NOT say that this eigenvalue is
     lambda_max: a Krylov space grown from a warm vector that has become the second eigenvector converges to
