@@ -100,19 +100,20 @@ def _notebooks(nbs: dict, previous: dict | None) -> list[str]:
              _f(r.get("cpu_seconds"), ".1f"), _f(pct(r), ".1f"), _f(pct(before.get(r["notebook"])), ".1f"),
              "failed: " + r["error"] if r["error"] else
              ("ok" if r["seconds"] <= nbs["budget_each_s"] else "over budget")
-             + ("; validation not measured (profiled run failed)" if r.get("profile_error") else ""),
-             f"{_f(r['load_before'], '.1f')} / {_f(r['load_after'], '.1f')}"] for r in nbs["rows"]]
+             + ("; validation not measured (profiled run failed)" if r.get("profile_error") else "")]
+            for r in nbs["rows"]]
     if nbs.get("partial"):  # the measured notebooks' total, beside the previous record's for the same notebooks
         old = [before.get(r["notebook"], {}).get("seconds") for r in nbs["rows"]]
         rows.append([f"these {len(nbs['rows'])} notebooks", _f(nbs["total_s"], ".0f"),
                      _f(None if None in old else sum(old), ".0f"), _f(nbs.get("cpu_total_s"), ".0f"), "", "",
-                     f"book budget {nbs['budget_total_s']:g} s",
-                     ""])
+                     f"book budget {nbs['budget_total_s']:g} s"])
     else:
         rows.append(["whole book", _f(nbs["total_s"], ".0f"), _f((previous or {}).get("total_s"), ".0f"),
                      _f(nbs.get("cpu_total_s"), ".0f"), "", "",
-                     f"budget {nbs['budget_total_s']:g} s", ""])
+                     f"budget {nbs['budget_total_s']:g} s"])
     when = f" Previous: the record of {previous['date']}." if previous and previous.get("date") else ""
+    loads = [x for r in nbs["rows"] for x in (r.get("load_before"), r.get("load_after")) if x is not None]
+    load = f" The machine's load average during the run: {min(loads):.1f} to {max(loads):.1f}." if loads else ""
     partial = (f" Only {len(nbs['rows'])} notebooks were measured for this record (`notebook_times.py` was given a "
                "list): the book's total is theirs." if nbs.get("partial") else "")
     return ["## Notebook execution, each in a fresh kernel", "",
@@ -121,9 +122,9 @@ def _notebooks(nbs: dict, previous: dict | None) -> list[str]:
             "percentage of the notebook's "
             "profiled run (a separate process, `profile_notebook.py`'s cProfile run of its code) spent in "
             f"learndyn's input checks, target under 3 %; previous: the same measurements in the previous record, "
-            f"where it has them.{when}{partial}", "",
-            *_table(["Notebook", "Seconds", "Previous (s)", "CPU (s)", "Validation (%)", "Previous (%)", "Status",
-                     "Load (before / after)"], rows)]
+            f"where it has them.{when}{load}{partial}", "",
+            *_table(["Notebook", "Seconds", "Previous (s)", "CPU (s)", "Validation (%)", "Previous (%)", "Status"],
+                    rows)]
 
 
 def _sharpness(entry: dict) -> list[str]:
