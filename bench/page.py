@@ -121,7 +121,7 @@ def _notebooks(nbs: dict, previous: dict | None) -> list[str]:
             "spent, all threads, which a load on the machine inflates far less than the wall time); validation: the "
             "percentage of the notebook's "
             "profiled run (a separate process, `profile_notebook.py`'s cProfile run of its code) spent in "
-            f"learndyn's input checks, target under 3 %; previous: the same measurements in the previous record, "
+            f"validating learndyn's input, target under 3 %; previous: the same measurements in the previous record, "
             f"where it has them.{when}{load}{partial}", "",
             *_table(["Notebook", "Seconds", "Previous (s)", "CPU (s)", "Validation (%)", "Previous (%)", "Status"],
                     rows)]
