@@ -8,10 +8,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := $(JOBS)
 
-.PHONY: book pdf test sync lint unit notebooks seed-run robust standard site site-check browser clean help bench
+.PHONY: book pdf pdf-ja test sync lint unit notebooks seed-run robust standard site site-check browser clean help bench
 
 help:
 	@echo "make book   - set up .venv and build the website into _build/html"
+	@echo "make book-ja - the Japanese edition (after make book: same executed notebooks), into _build/html/ja"
 	@echo "make test   - set up .venv and run the whole suite (lint, unit, the book executed afresh, a second seed, standard, PDF, site)"
 	@echo "make pdf    - the PDF edition (after make book: same executed notebooks), into $(PDF)"
 	@echo "make student-book - the site without solutions, into _build/student/_build/html"
@@ -53,11 +54,11 @@ sync: $(STAMP)
 	$(BIN)/python -m learndyn.colab  # the Colab editions, colab/*.ipynb
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests bench scripts
+	$(BIN)/ruff check lib tests bench scripts _ext
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/site --ignore=tests/records --ignore=tests/pdf --ignore=tests/test_site_browser.py \
-		-n $(JOBS) -q
+		--ignore=tests/test_site_browser_ja.py -n $(JOBS) -q
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax chapters -n $(JOBS) --dist loadfile -q
@@ -88,12 +89,13 @@ standard: $(STAMP)
 
 site: book
 
-# The website's and the PDF's tests (after `make book` and `make pdf`), and the browser's (after `make book`).
+# The website's and the PDF's tests (after `make book`, `make book-ja`, `make pdf` and `make pdf-ja`), and the
+# browser's (after `make book` and `make book-ja`).
 site-check: $(STAMP)
 	$(BIN)/python -m pytest tests/site tests/pdf -q
 
 browser: $(STAMP)
-	$(BIN)/python -m pytest tests/test_site_browser.py -q
+	$(BIN)/python -m pytest tests/test_site_browser.py tests/test_site_browser_ja.py -q
 
 # The stages in order (scripts/stages.sh prints each one's wall time at the end). The book stage is the chapters'
 # test at the default seed: it executes every chapter afresh (the execution cache and Sphinx's environment are emptied
@@ -103,7 +105,9 @@ browser: $(STAMP)
 # the other: side by side, torch's OpenMP threads of the two wait on each other (measured: Chapter 6 took over 35
 # minutes of CPU beside the seed run's trace generator, against under 3 alone). seed-run's failures do not stop the
 # run: the records test (standard) that follows reports them claim by claim.
-STAGES := lint unit book seed-run standard pdf+browser site-check
+# book-ja (the Japanese edition, from the book stage's execution cache) follows the book; its tests run in the
+# browser and site-check stages, its catalogs' in unit (tests/test_translations.py).
+STAGES := lint unit book book-ja seed-run standard pdf+browser site-check
 test: $(STAMP)
 	@mkdir -p _build && rm -rf _build/.jupyter_cache _build/.doctrees _build/checks/*.json
 	@scripts/stages.sh $(STAGES)
@@ -148,11 +152,42 @@ gettext: $(STAMP)
 	$(BIN)/python -c '$(call jb_build,gettext,_build/gettext,_build/.doctrees-gettext)'
 	$(BIN)/sphinx-intl update -p _build/gettext -d locales --no-obsolete $(foreach l,$(LANGS),-l $(l))
 
-# A translated edition as it stands (untranslated messages stay English): `make book`'s build with
-# language=$(BOOK_LANG) and the catalogs of locales/$(BOOK_LANG), from the same execution cache, into
-# _build/$(BOOK_LANG)/html (its own doctrees; Sphinx compiles each .po into a .mo beside it, which git ignores).
+# The Japanese edition (issue 34): `make book`'s build with language=ja and the catalogs of locales/ja (untranslated
+# messages stay English), into _build/html/ja, so that one site holds both editions (English at the root, Japanese
+# under ja/; each page's language switcher links the other's copy, _ext/book_html.py). It reads the execution cache
+# that `make book` filled and executes nothing: a chapter whose current source the cache lacks stops it first
+# (scripts/execute_chapters.py --check: "run `make book` first"), and a build that still executed one fails. Its own
+# doctrees (_build/ja/.doctrees); Sphinx compiles each .po into a .mo beside it, which git ignores. Warning-free with
+# -W -n like the English build; Japanese search by Sphinx's built-in splitter (html_search_language follows
+# language). `make book` leaves _build/html/ja alone, and this build writes nothing outside it.
 BOOK_LANG ?= ja
 LANG_OVERRIDES = , "language": "$(BOOK_LANG)"
-book-lang: $(STAMP) $(VENDOR)
-	$(BIN)/python -c '$(call jb_build,html,_build/$(BOOK_LANG)/html,_build/$(BOOK_LANG)/.doctrees,$(LANG_OVERRIDES))'
-	@echo "The $(BOOK_LANG) edition is at $(CURDIR)/_build/$(BOOK_LANG)/html/index.html"
+LANG_HTML := _build/html/$(BOOK_LANG)
+LANG_LOG := _build/book-$(BOOK_LANG).log
+.PHONY: book-ja
+book-ja: $(STAMP) $(VENDOR)
+	$(BIN)/python scripts/execute_chapters.py --check
+	@mkdir -p _build
+	$(BIN)/python -c '$(call jb_build,html,$(LANG_HTML),_build/$(BOOK_LANG)/.doctrees,$(LANG_OVERRIDES))' \
+		> $(LANG_LOG) 2>&1 || (grep -E "WARNING|ERROR" $(LANG_LOG) | head -40; tail -15 $(LANG_LOG); exit 1)
+	@! grep -n "Executing notebook" $(LANG_LOG) || (echo "the $(BOOK_LANG) build executed a notebook: run \
+		\`make book\` first, so that it reads every chapter from the execution cache"; exit 1)
+	@echo "The $(BOOK_LANG) edition is at $(CURDIR)/$(LANG_HTML)/index.html (log: $(LANG_LOG))"
+# The Japanese PDF edition (after `make book-ja`: the same doctrees and execution cache): Sphinx's LaTeX builder with
+# language=ja (_ext/book_i18n.py sets xeCJK and the IPAex fonts, Debian's fonts-ipaexfont, over the English
+# edition's LaTeX settings), XeLaTeX through latexmk, into $(PDF_JA), which the Japanese landing page links.
+PDF_JA := $(LANG_HTML)/$(basename $(notdir $(PDF)))-$(BOOK_LANG).pdf
+LATEX_LANG := _build/latex-$(BOOK_LANG)
+.PHONY: pdf-ja
+pdf-ja: $(STAMP)
+	$(BIN)/python scripts/execute_chapters.py --check
+	mkdir -p _build && $(BIN)/python -c '$(call jb_build,latex,$(LATEX_LANG),_build/$(BOOK_LANG)/.doctrees,$(LANG_OVERRIDES))' \
+		> _build/pdf-$(BOOK_LANG).log 2>&1 || (grep -E "WARNING|ERROR" _build/pdf-$(BOOK_LANG).log | head -20; \
+		tail -20 _build/pdf-$(BOOK_LANG).log; exit 1)
+	$(MAKE) -C $(LATEX_LANG) all-pdf LATEXMKOPTS="-silent" >> _build/pdf-$(BOOK_LANG).log 2>&1 \
+		|| (tail -40 _build/pdf-$(BOOK_LANG).log; exit 1)
+	mkdir -p $(dir $(PDF_JA)) && cp $(LATEX_LANG)/book.pdf $(PDF_JA)
+	@echo "The $(BOOK_LANG) PDF edition is at $(CURDIR)/$(PDF_JA)"
+
+# The former name of book-ja.
+book-lang: book-ja

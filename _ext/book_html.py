@@ -14,6 +14,12 @@
 - Every figure image gets an alt text: its caption, else the first comment line of the cell that drew it, else the
   section it is in, never its file path (Sphinx's default when there is no alt).
 - The general index is written only when some page has `{index}` entries (an empty "Index" page otherwise).
+- A language switcher in the header of every page (issue 34): one site holds both editions, English at the root and
+  Japanese under `ja/` (`make book`, `make book-ja`); each page links the same page of the other edition by a
+  relative URL (works from file:// and from a server), "日本語" on English pages and "English" on Japanese ones,
+  with a `<link rel="alternate" hreflang>` in the head. A page without a counterpart links the other edition's
+  landing page. The link is the template `_ext/templates/language-switch.html`, put first among the article
+  header's buttons (the theme option `article_header_end`).
 """
 
 from __future__ import annotations
@@ -43,6 +49,43 @@ def _dedupe_scripts(app, pagename: str, templatename: str, context: dict[str, An
 def _no_header_bar(app, config) -> None:
     options = dict(config.html_theme_options or {})
     options.setdefault("navbar_persistent", [])
+    config.html_theme_options = options
+
+
+# Where each edition lives, relative to the site's root, and the switcher's words for it (in its own language).
+EDITIONS = {"en": "", "ja": "ja/"}
+EDITION_NAMES = {"en": "English", "ja": "日本語"}
+EDITION_TITLES = {"en": "Read this page in English", "ja": "このページを日本語で読む"}
+SPECIAL_PAGES = ("genindex", "search")  # written by the HTML builder in every edition
+
+
+def edition(config) -> str:
+    """The edition a build makes: its language when the site has such an edition, else English."""
+    lang = (config.language or "en").split("_")[0]
+    return lang if lang in EDITIONS else "en"
+
+
+def counterpart_url(pagename: str, lang: str, other: str, exists: bool, root: str) -> str:
+    """The relative URL from page `pagename` of edition `lang` to the same page (else `root`) of edition `other`."""
+    up = "../" * (pagename.count("/") + EDITIONS[lang].count("/"))
+    return f"{up}{EDITIONS[other]}{pagename if exists else root}.html"
+
+
+def _language_switch(app, pagename: str, templatename: str, context: dict[str, Any], doctree) -> None:
+    lang = edition(app.config)
+    other = "ja" if lang == "en" else "en"
+    exists = pagename in app.env.found_docs or pagename in SPECIAL_PAGES  # both editions have the same sources
+    url = counterpart_url(pagename, lang, other, exists, app.config.root_doc)
+    context["language_switch"] = {"url": url, "lang": other, "text": EDITION_NAMES[other],
+                                  "title": EDITION_TITLES[other]}
+    context["metatags"] = context.get("metatags", "") + (
+        f'\n    <link rel="alternate" hreflang="{other}" href="{html.escape(url)}" />')
+
+
+def _switcher_in_the_header(app, config) -> None:
+    config.templates_path = [*config.templates_path, str(Path(__file__).parent / "templates")]
+    options = dict(config.html_theme_options or {})
+    options.setdefault("article_header_end", ["language-switch", "article-header-buttons"])
     config.html_theme_options = options
 
 
@@ -215,6 +258,8 @@ def _fold_check_code(app, docname: str, source: list[str]) -> None:
 
 def setup(app) -> dict[str, Any]:
     app.connect("config-inited", _no_header_bar)
+    app.connect("config-inited", _switcher_in_the_header)
+    app.connect("html-page-context", _language_switch)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("html-page-context", _hasdoc_index)
     app.connect("html-page-context", _colab_button_opens_the_colab_edition, priority=502)  # after the theme's 501

@@ -9,7 +9,22 @@ its MyST source text and replaced by the translation, parsed as MyST). This exte
   directive's argument) as in any title, in the gettext build and in a translated build.
 - Not messages (gettext build only): display equations (``$$ ... $$``: math is never translated, and a label or
   words inside ``\\text{}`` stay as they are) and text that an extension generates rather than a source file holds
-  (the reproduction report's counts and tables, which change with every build: a translation could never keep up).
+  (the reproduction report's counts and tables, which change with every build: a translation could never keep up),
+  nor the text of a generated file a page includes (``GENERATED_INCLUDES``: the Benchmarks page's
+  ``bench/results.md``, rewritten at every benchmark record); the hand-written prose around it stays messages.
+
+In a translated build (``language`` set, e.g. ``make book-ja``):
+
+- The generated text above (it stays English), and any paragraph an extension builds without source text, gets the
+  classes ``untranslated`` and ``language-en`` (docutils writes the latter as ``lang="en"``), so that the page says
+  which of its text is English on purpose.
+- The API reference (``api/*``) is not translated in this round: each of its pages starts with a one-line note in
+  the edition's language (``API_NOTE``) that the reference is shown in English.
+- The PDF edition (``make pdf-ja``) is set with XeLaTeX and xeCJK, the IPAex fonts (Debian's fonts-ipaexfont) for
+  Japanese beside the English edition's fonts for the rest (``LATEX_ELEMENTS``): Sphinx 7.4's defaults for ``ja`` are
+  (u)pLaTeX's, and with xelatex it would load polyglossia, which has no Japanese.
+- The landing page's link to the PDF edition (``a.pdf-edition``) points at the edition's own PDF
+  (``<name>-<lang>.pdf``, which ``make pdf-ja`` writes beside the edition's pages).
 
 None of this runs in the English build (no ``language`` or ``en``, and not the gettext builder), whose doctrees
 and pages are unchanged.
@@ -17,11 +32,64 @@ and pages are unchanged.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from docutils import nodes
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
+
+# Files included into a page whose text a program writes (never messages; English in every edition).
+GENERATED_INCLUDES = ("bench/results.md",)
+# The note at the top of every API reference page of a translated edition.
+API_NOTE = {"ja": "この API リファレンスは英語のまま掲載している"
+                  "（docstring はコードとともに変わるため、この版では翻訳していない）。"}
+
+
+# The LaTeX settings of a translated PDF edition, over the English edition's (config-inited; only with xelatex).
+LATEX_ELEMENTS = {
+    "ja": {
+        "polyglossia": "",
+        "babel": "",
+        "fontenc": "\\usepackage{fontspec}\n\\defaultfontfeatures[\\rmfamily,\\sffamily,\\ttfamily]{}\n"
+                   "\\usepackage[CJKmath=false]{xeCJK}\n"
+                   "\\setCJKmainfont{IPAexMincho}\\setCJKsansfont{IPAexGothic}\\setCJKmonofont{IPAexGothic}",
+        "fvset": "\\fvset{fontsize=\\small,formatcom=\\xeCJKVerbAddon}",
+        "contents_name": "目次",
+    },
+}
+LATEX_DOCCLASS = {"manual": "report", "howto": "article"}  # not jsbook (pLaTeX's), which Sphinx picks for ja
+
+
+def _latex_for_language(app, config) -> None:
+    lang = (config.language or "en").split("_")[0]
+    if lang not in LATEX_ELEMENTS or config.latex_engine != "xelatex":
+        return
+    elements = dict(config.latex_elements or {})
+    extra = dict(LATEX_ELEMENTS[lang])
+    contents = extra.pop("contents_name")
+    elements.update(extra)
+    if "tableofcontents" in elements:
+        elements["tableofcontents"] = elements["tableofcontents"].replace("{Contents}", "{" + contents + "}")
+    config.latex_elements = elements
+    config.latex_docclass = dict(LATEX_DOCCLASS)
+
+
+def _generated_include(node: nodes.Node) -> bool:
+    """Whether the node comes from a generated file: its own source, or that of an enclosing element below its
+    section (a table cell of MyST carries the including page's source; its table, the included file's)."""
+    while node is not None and not isinstance(node, nodes.document):
+        if (node.source or "").replace("\\", "/").endswith(GENERATED_INCLUDES):
+            return True
+        if isinstance(node, nodes.section):
+            return False
+        node = node.parent
+    return False
+
+
+def _translated(app) -> bool:
+    """True in a translated build (not English, not the gettext builder)."""
+    return app.builder.name != "gettext" and (app.config.language or "en") != "en"
 
 
 def _i18n(app) -> bool:
@@ -55,6 +123,9 @@ class NotMessages(SphinxTransform):
     default_priority = 5
 
     def apply(self, **kwargs: Any) -> None:
+        if _translated(self.app):
+            _mark_generated_english(self.document)  # before ApplySourceWorkaround gives them a source text
+            return
         if self.app.builder.name != "gettext":
             return
         for node in self.document.findall(nodes.TextElement):
@@ -62,6 +133,44 @@ class NotMessages(SphinxTransform):
                 node["translatable"] = False
             elif isinstance(node, (nodes.paragraph, nodes.title)) and not node.rawsource:
                 node["translatable"] = False  # built by an extension (no MyST source text): not a message
+            elif _generated_include(node):
+                node["translatable"] = False  # the text of a generated file (bench/results.md): not a message
+        for image in self.document.findall(nodes.image):
+            if _generated_include(image):  # its alt text neither: Sphinx extracts every alt text, so the gettext
+                image.attributes.pop("alt", None)  # build (which writes no page) drops it
+
+
+ENGLISH = ["untranslated", "language-en"]  # docutils writes the class language-en as lang="en"
+
+
+def _mark_generated_english(doctree: nodes.Node) -> None:
+    """Mark the English a translated edition keeps on purpose: paragraphs an extension built without source text
+    (so never messages), and the text, tables and figures of a generated file (GENERATED_INCLUDES)."""
+    kinds = (nodes.paragraph, nodes.table, nodes.title, nodes.figure, nodes.caption)
+    for node in doctree.findall(lambda n: isinstance(n, kinds)):
+        if "untranslated" in node["classes"]:
+            continue
+        generated = isinstance(node, nodes.paragraph) and not node.rawsource and not node.get("translated")
+        if generated or _generated_include(node):
+            node["classes"] = [*node["classes"], *ENGLISH]
+
+
+def _translated_edition(app, doctree: nodes.document, docname: str) -> None:
+    """In a translated build, once every extension has added its text (doctree-resolved, late): generated English
+    marked as such, the API pages' note, the edition's PDF link."""
+    if not _translated(app):
+        return
+    lang = app.config.language.split("_")[0]
+    _mark_generated_english(doctree)  # what extensions added since reading (the exercise index's counts)
+    if docname.startswith("api/") and lang in API_NOTE:
+        section = next(iter(doctree.findall(nodes.section)), None)
+        if section is not None and section.children and isinstance(section[0], nodes.title):
+            section.insert(1, nodes.paragraph("", API_NOTE[lang], classes=["api-language-note"]))
+    for raw in list(doctree.findall(nodes.raw)):
+        text = raw.astext()
+        if 'class="pdf-edition"' in text:
+            new = re.sub(r'(class="pdf-edition" href="[^"]*?)\.pdf"', rf'\1-{lang}.pdf"', text)
+            raw.replace_self(nodes.raw("", new, format=raw.get("format", "html")))
 
 
 class ExerciseTitleMessages(SphinxPostTransform):
@@ -86,6 +195,8 @@ def setup(app) -> dict[str, Any]:
 
     app.add_directive("exercise", _translatable_titles(ExerciseDirective), override=True)
     app.add_directive("exercise-start", _translatable_titles(ExerciseStartDirective), override=True)
+    app.connect("config-inited", _latex_for_language)
     app.add_transform(NotMessages)
     app.add_post_transform(ExerciseTitleMessages)
+    app.connect("doctree-resolved", _translated_edition, priority=800)  # after the generated pages' handlers
     return {"parallel_read_safe": True, "parallel_write_safe": True}

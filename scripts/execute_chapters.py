@@ -1,6 +1,7 @@
 """Execute the book's chapter notebooks into Jupyter Book's execution cache, several at a time, before the build.
 
     python scripts/execute_chapters.py [--jobs 2] [CHAPTER ...]
+    python scripts/execute_chapters.py --check      # only say which chapters the cache lacks (exit 1 if any)
 
 `jupyter-book build` (execute_notebooks: cache) executes every notebook it finds no cached run of, one after the
 other, each kernel with OMP_NUM_THREADS threads. The chapters are mostly small tensors and Python loops, which a
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("chapters", nargs="*", help="chapter name prefixes (default: every chapter of _toc.yml)")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at once (default 2)")
+    parser.add_argument("--check", action="store_true",
+                        help="execute nothing: exit 1 naming the chapters whose current source the cache lacks "
+                             "(a translated edition is built from the cache of `make book`, never executed again)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -96,9 +100,17 @@ def main(argv: list[str] | None = None) -> int:
         nb = read_as_built(path, extensions)
         try:
             cache.match_cache_notebook(nb)
-            print(f"{path.stem}: cached")
+            if not args.check:
+                print(f"{path.stem}: cached")
         except KeyError:
             todo[path] = nb
+    if args.check:
+        if todo:
+            print(f"the execution cache ({CACHE.relative_to(ROOT)}) has no run of the current source of: "
+                  + ", ".join(p.stem for p in todo) + ". Run `make book` first (it executes them), then this again.",
+                  file=sys.stderr)
+            return 1
+        return 0
     last = json.loads(TIMES.read_text()) if TIMES.is_file() else {}
     rank = {p: (-last.get(p.stem, 0.0), next((i for i, k in enumerate(DEFAULT_ORDER) if p.stem.startswith(k)), 99))
             for p in todo}

@@ -20,6 +20,10 @@ only math, code, roles, numbers), then one line per problem:
   ``証明. ``); a theorem title ``(Title)`` loses its parentheses; an exercise title ``Title (kind, ★★, 20 min)``
   changes its stars or its minutes.
 
+`--complete` checks the catalogs of the *required* pages (`required_catalogs`): every page of the table of contents
+except those under `NOT_REQUIRED` (the API reference, shown in English in this round). This is the one list the
+completeness test (tests/test_translations.py) and the Japanese site's tests read.
+
 Exit status 1 if a file does not parse or a problem was found (fuzzy messages included), else 0; untranslated
 messages fail only with --complete. The rules behind the checks are in locales/ja/TRANSLATING.md.
 """
@@ -42,6 +46,31 @@ REF_ROLES = {"ref", "numref", "doc", "term", "prf:ref", "any"}  # "text <target>
 FOOTNOTE = re.compile(r"\[\^[^\]\s]+\]")
 EXERCISE_META = re.compile(r"\(([^()]*\b(?:derivation|coding|exploration)\b[^()]*)\)\s*$")
 MINUTES = re.compile(r"(\d+)\s*(?:min|分)")
+
+
+# Pages whose catalogs a complete translation need not fill (prefixes of _toc.yml's page names): the API reference,
+# which the Japanese edition shows in English with a note (locales/ja/TRANSLATING.md, "What stays English").
+NOT_REQUIRED = ("api/",)
+
+
+def toc_pages(root: Path = ROOT) -> list[str]:
+    """Every page of the book's table of contents (sections included), in book order."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+
+    def files(entries: list[dict]) -> list[str]:
+        return [f for e in entries for f in [e["file"], *files(e.get("sections", []))]]
+
+    return [toc["root"]] + [f for part in toc.get("parts", []) for f in files(part["chapters"])]
+
+
+def required_pages(root: Path = ROOT) -> list[str]:
+    """The pages a complete translation translates: every page of the book but the NOT_REQUIRED ones."""
+    return [p for p in toc_pages(root) if not p.startswith(NOT_REQUIRED)]
+
+
+def required_catalogs(lang: str = "ja", root: Path = ROOT) -> dict[str, Path]:
+    """The catalog of each required page (`locales/<lang>/LC_MESSAGES/<page>.po`; it may not exist yet)."""
+    return {p: root / "locales" / lang / "LC_MESSAGES" / f"{p}.po" for p in required_pages(root)}
 
 
 def _parser():
@@ -191,10 +220,20 @@ def po_files(paths: list[str]) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", default=[str(ROOT / "locales" / "ja" / "LC_MESSAGES")])
+    parser.add_argument("--required", metavar="LANG",
+                        help="check the catalogs of the required pages of LANG (not the API reference) and fail "
+                             "on a missing one; with --complete, the test of a finished translation")
     parser.add_argument("--list", choices=("untranslated", "fuzzy", "all"), help="print these messages' English")
     parser.add_argument("--complete", action="store_true", help="fail on untranslated messages too")
     args = parser.parse_args(argv)
     files = po_files(args.paths)
+    if args.required:
+        catalogs = required_catalogs(args.required)
+        missing = [str(path.relative_to(ROOT)) for path in catalogs.values() if not path.is_file()]
+        if missing:
+            print("no catalog for required pages: " + ", ".join(missing) + " (make gettext)", file=sys.stderr)
+            return 1
+        files = list(catalogs.values())
     if not files:
         print("no .po files in " + ", ".join(args.paths), file=sys.stderr)
         return 1
