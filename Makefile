@@ -105,9 +105,10 @@ browser: $(STAMP)
 # the other: side by side, torch's OpenMP threads of the two wait on each other (measured: Chapter 6 took over 35
 # minutes of CPU beside the seed run's trace generator, against under 3 alone). seed-run's failures do not stop the
 # run: the records test (standard) that follows reports them claim by claim.
-# book-ja (the Japanese edition, from the book stage's execution cache) follows the book; its tests run in the
-# browser and site-check stages, its catalogs' in unit (tests/test_translations.py).
-STAGES := lint unit book book-ja seed-run standard pdf+browser site-check
+# book-ja (the Japanese edition, from the book stage's execution cache) follows the book, and pdf-ja (LaTeX, one
+# core) runs beside pdf and browser; their tests run in the browser and site-check stages, the catalogs' in unit
+# (tests/test_translations.py).
+STAGES := lint unit book book-ja seed-run standard pdf+pdf-ja+browser site-check
 test: $(STAMP)
 	@mkdir -p _build && rm -rf _build/.jupyter_cache _build/.doctrees _build/checks/*.json
 	@scripts/stages.sh $(STAGES)
@@ -153,30 +154,37 @@ gettext: $(STAMP)
 	$(BIN)/sphinx-intl update -p _build/gettext -d locales --no-obsolete $(foreach l,$(LANGS),-l $(l))
 
 # The Japanese edition (issue 34): `make book`'s build with language=ja and the catalogs of locales/ja (untranslated
-# messages stay English), into _build/html/ja, so that one site holds both editions (English at the root, Japanese
-# under ja/; each page's language switcher links the other's copy, _ext/book_html.py). It reads the execution cache
-# that `make book` filled and executes nothing: a chapter whose current source the cache lacks stops it first
-# (scripts/execute_chapters.py --check: "run `make book` first"), and a build that still executed one fails. Its own
-# doctrees (_build/ja/.doctrees); Sphinx compiles each .po into a .mo beside it, which git ignores. Warning-free with
-# -W -n like the English build; Japanese search by Sphinx's built-in splitter (html_search_language follows
-# language). `make book` leaves _build/html/ja alone, and this build writes nothing outside it.
+# messages stay English), published into _build/html/ja, so that one site holds both editions (English at the root,
+# Japanese under ja/; each page's language switcher links the other's copy, _ext/book_html.py). It reads the
+# execution cache that `make book` filled and executes nothing: a chapter whose current source the cache lacks stops
+# it first (scripts/execute_chapters.py --check: "run `make book` first"), and a build that still executed one fails.
+# Sphinx builds into _build/ja/html, with its own doctrees (_build/ja/.doctrees) and myst-nb's outputs beside it
+# (_build/ja/jupyter_execute: myst-nb puts them next to the output folder, which would be inside the English site),
+# then the finished pages replace _build/html/ja; Sphinx compiles each .po into a .mo beside it, which git ignores.
+# Warning-free with -W -n like the English build; Japanese search by Sphinx's built-in splitter
+# (html_search_language follows language). `make book` leaves _build/html/ja alone, and this writes nothing else there.
 BOOK_LANG ?= ja
 LANG_OVERRIDES = , "language": "$(BOOK_LANG)"
+LANG_BUILD := _build/$(BOOK_LANG)/html
 LANG_HTML := _build/html/$(BOOK_LANG)
 LANG_LOG := _build/book-$(BOOK_LANG).log
 .PHONY: book-ja
 book-ja: $(STAMP) $(VENDOR)
 	$(BIN)/python scripts/execute_chapters.py --check
 	@mkdir -p _build
-	$(BIN)/python -c '$(call jb_build,html,$(LANG_HTML),_build/$(BOOK_LANG)/.doctrees,$(LANG_OVERRIDES))' \
+	$(BIN)/python -c '$(call jb_build,html,$(LANG_BUILD),_build/$(BOOK_LANG)/.doctrees,$(LANG_OVERRIDES))' \
 		> $(LANG_LOG) 2>&1 || (grep -E "WARNING|ERROR" $(LANG_LOG) | head -40; tail -15 $(LANG_LOG); exit 1)
 	@! grep -n "Executing notebook" $(LANG_LOG) || (echo "the $(BOOK_LANG) build executed a notebook: run \
 		\`make book\` first, so that it reads every chapter from the execution cache"; exit 1)
+	rm -rf $(LANG_HTML) && mkdir -p $(dir $(LANG_HTML)) && cp -a $(LANG_BUILD) $(LANG_HTML)
 	@echo "The $(BOOK_LANG) edition is at $(CURDIR)/$(LANG_HTML)/index.html (log: $(LANG_LOG))"
+
 # The Japanese PDF edition (after `make book-ja`: the same doctrees and execution cache): Sphinx's LaTeX builder with
-# language=ja (_ext/book_i18n.py sets xeCJK and the IPAex fonts, Debian's fonts-ipaexfont, over the English
-# edition's LaTeX settings), XeLaTeX through latexmk, into $(PDF_JA), which the Japanese landing page links.
-PDF_JA := $(LANG_HTML)/$(basename $(notdir $(PDF)))-$(BOOK_LANG).pdf
+# language=ja (_ext/book_i18n.py sets the IPAex fonts, Debian's fonts-ipaexfont, and XeTeX's Japanese line breaking
+# over the English edition's LaTeX settings), XeLaTeX through latexmk, into $(PDF_JA), which the Japanese landing
+# page links (and into the staging folder of book-ja, so that a later book-ja keeps it).
+PDF_NAME := $(basename $(notdir $(PDF)))-$(BOOK_LANG).pdf
+PDF_JA := $(LANG_HTML)/$(PDF_NAME)
 LATEX_LANG := _build/latex-$(BOOK_LANG)
 .PHONY: pdf-ja
 pdf-ja: $(STAMP)
@@ -186,7 +194,8 @@ pdf-ja: $(STAMP)
 		tail -20 _build/pdf-$(BOOK_LANG).log; exit 1)
 	$(MAKE) -C $(LATEX_LANG) all-pdf LATEXMKOPTS="-silent" >> _build/pdf-$(BOOK_LANG).log 2>&1 \
 		|| (tail -40 _build/pdf-$(BOOK_LANG).log; exit 1)
-	mkdir -p $(dir $(PDF_JA)) && cp $(LATEX_LANG)/book.pdf $(PDF_JA)
+	mkdir -p $(LANG_BUILD) $(LANG_HTML) && cp $(LATEX_LANG)/book.pdf $(LANG_BUILD)/$(PDF_NAME) \
+		&& cp $(LATEX_LANG)/book.pdf $(PDF_JA)
 	@echo "The $(BOOK_LANG) PDF edition is at $(CURDIR)/$(PDF_JA)"
 
 # The former name of book-ja.

@@ -20,9 +20,9 @@ In a translated build (``language`` set, e.g. ``make book-ja``):
   which of its text is English on purpose.
 - The API reference (``api/*``) is not translated in this round: each of its pages starts with a one-line note in
   the edition's language (``API_NOTE``) that the reference is shown in English.
-- The PDF edition (``make pdf-ja``) is set with XeLaTeX and xeCJK, the IPAex fonts (Debian's fonts-ipaexfont) for
-  Japanese beside the English edition's fonts for the rest (``LATEX_ELEMENTS``): Sphinx 7.4's defaults for ``ja`` are
-  (u)pLaTeX's, and with xelatex it would load polyglossia, which has no Japanese.
+- The PDF edition (``make pdf-ja``) is set with XeLaTeX in the IPAex fonts (Debian's fonts-ipaexfont), with XeTeX's
+  Japanese line breaking (``LATEX_ELEMENTS``): Sphinx 7.4's defaults for ``ja`` are (u)pLaTeX's, and with xelatex
+  it would load polyglossia, which has no Japanese.
 - The landing page's link to the PDF edition (``a.pdf-edition``) points at the edition's own PDF
   (``<name>-<lang>.pdf``, which ``make pdf-ja`` writes beside the edition's pages).
 
@@ -51,10 +51,13 @@ LATEX_ELEMENTS = {
     "ja": {
         "polyglossia": "",
         "babel": "",
-        "fontenc": "\\usepackage{fontspec}\n\\defaultfontfeatures[\\rmfamily,\\sffamily,\\ttfamily]{}\n"
-                   "\\usepackage[CJKmath=false]{xeCJK}\n"
-                   "\\setCJKmainfont{IPAexMincho}\\setCJKsansfont{IPAexGothic}\\setCJKmonofont{IPAexGothic}",
-        "fvset": "\\fvset{fontsize=\\small,formatcom=\\xeCJKVerbAddon}",
+        # XeTeX's own line breaking between Japanese characters (xeCJK needs ctexhook.sty, which Debian ships only
+        # in its 98 MB texlive-lang-chinese): the text in IPAex Mincho (its Latin letters included), headings in
+        # IPAex Gothic, code in the English edition's FreeMono
+        "fontpkg": "\\setmainfont{IPAexMincho}\\setsansfont{IPAexGothic}\n"
+                   "\\setmonofont{FreeMono}[Extension=.otf,UprightFont=*,BoldFont=*Bold,ItalicFont=*Oblique,"
+                   "BoldItalicFont=*BoldOblique,Scale=0.9]\n"
+                   "\\XeTeXlinebreaklocale \"ja\"\\XeTeXlinebreakskip=0pt plus 0.1pt",
         "contents_name": "目次",
     },
 }
