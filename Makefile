@@ -13,6 +13,7 @@ export OMP_NUM_THREADS := $(JOBS)
 help:
 	@echo "make book   - set up .venv and build the website into _build/html"
 	@echo "make book-ja - the Japanese edition (after make book: same executed notebooks), into _build/html/ja"
+	@echo "make pdf-ja - the Japanese PDF edition (after make book-ja), into _build/html/ja"
 	@echo "make test   - set up .venv and run the whole suite (lint, unit, the book executed afresh, a second seed, standard, PDF, site)"
 	@echo "make pdf    - the PDF edition (after make book: same executed notebooks), into $(PDF)"
 	@echo "make student-book - the site without solutions, into _build/student/_build/html"
