@@ -6,9 +6,9 @@ runs. The directive
     ```{reproduction-report}
     ```
 
-is replaced, when its page is read, by a summary table (per chapter: claims, bounds, sanity checks, the share of
-claims resolving 1 %, the worst resolution) and one section per chapter (so the page has a table of contents) with
-one row per check: what it checks, its kind, the numbers, the tolerance and where it comes from, its resolution or
+is replaced, when its page is read, by a summary table (per chapter: claims, bounds, observations, sanity checks,
+the share of claims resolving 1 %, the worst resolution) and one section per chapter (so the page has a table of
+contents) with one row per check: what it checks, its kind, the numbers, the tolerance and where it comes from, its resolution or
 slack (for a claim also each rival with the margin by which it is rejected, each derived constant's resolution,
 and its passes at the other seeds of the last `make robust` run, `tests/records/robust.json`), the independent
 side, and a link to the cell that made it. Each row's id is the id of the check's output in
@@ -34,9 +34,10 @@ from learndyn.checks import STANDARD, kind_line
 from learndyn.checks.records import summarise
 
 logger = logging.getLogger(__name__)
-SUMMARY_COLUMNS = ("Chapter", "Checks", "Claims", "Bounds", "Sanity", "Claims resolving 1 %", "Worst resolution",
-                   "Claims rejecting a named rival", "Derived constants resolving 1 %", "Claims passing every seed")
-SUMMARY_WIDTHS = (22, 6, 6, 6, 6, 11, 10, 11, 11, 11)
+SUMMARY_COLUMNS = ("Chapter", "Checks", "Claims", "Bounds", "Obser\u00advations", "Sanity", "Claims resolving 1 %",
+                   "Worst resolution", "Claims rejecting a named rival", "Derived constants resolving 1 %",
+                   "Claims passing every seed")
+SUMMARY_WIDTHS = (20, 6, 6, 6, 8, 6, 10, 9, 10, 10, 9)
 ROBUST = Path(__file__).resolve().parents[1] / "tests" / "records" / "robust.json"  # `make robust` writes it
 COLUMNS = ("Check", "Kind", "Measured", "Predicted", "|Difference|", "Tolerance, and where it comes from",
            "Resolution or slack", "Independent side")
@@ -187,7 +188,8 @@ def _summary_row(title: str, target: str, records: list[dict[str, Any]], passes:
     if passes:
         names = [r["name"] for r in records if r.get("kind") == "claim"]
         robust = f"{sum(all(x is True for x in passes.get(n) or [False]) for n in names)} of {len(names)}"
-    row += [_cell(ref), _cell(str(s.total)), _cell(str(s.claims)), _cell(str(s.bounds)), _cell(str(s.sanity)),
+    row += [_cell(ref), _cell(str(s.total)), _cell(str(s.claims)), _cell(str(s.bounds)), _cell(str(s.observations)),
+            _cell(str(s.sanity)),
             _cell(share), _cell("—" if s.worst is None else _pct(s.worst)),
             _cell(f"{s.with_rivals} of {s.claims}"), _cell(f"{s.constants_resolved} of {s.constants}"),
             _cell(robust)]
@@ -219,7 +221,8 @@ class ReproductionReport(SphinxDirective):
             section = nodes.section(ids=[target], names=[target])
             section += nodes.title(text=title)
             s = summarise(records)
-            section += nodes.paragraph(text=f"{s.claims} claims, {s.bounds} bounds and {s.sanity} sanity checks; "
+            obs = f"{s.observations} observations, " if s.observations else ""
+            section += nodes.paragraph(text=f"{s.claims} claims, {s.bounds} bounds, {obs}{s.sanity} sanity checks; "
                                             f"{s.resolving} of the claims resolve an error of 1 % or less, "
                                             f"{s.with_rivals} reject a named rival, and {s.constants_resolved} of "
                                             f"{s.constants} named derived constants resolve 1 %.")

@@ -154,6 +154,32 @@ def test_claims_print_and_record_kind_against_resolution(tmp_path, monkeypatch, 
     assert len({r["anchor"] for r in rows.values()}) == len(rows)
 
 
+def test_an_observation_is_held_but_is_not_evidence(tmp_path, monkeypatch, capsys):
+    """An observation (an empirical regularity in a calibrated window) records neither resolution nor slack, takes
+    no rivals, counts apart from claims and bounds, and is held at every seed like a claim (robust.summarise)."""
+    from learndyn.checks import records, robust
+
+    monkeypatch.setenv("LEARNDYN_CHECKS_DIR", str(tmp_path))
+    checks.start_chapter("06_obs")
+    checks.check_between("sharpening ratio", 1.5, 1.3, 2.0, why="calibration seeds 0-2", kind="observation")
+    assert "observation (an empirical regularity" in capsys.readouterr().out.splitlines()[-1]
+    checks.check_less("crossing step", 300, 600, why="calibration seeds 0-2", kind="observation")
+    checks.check_close("a claim", 1.0, 1.0, rtol=1e-3, why="w", against="sim", rivals={"null": 0.0})
+    with pytest.raises(ValueError, match="belong to a claim"):
+        checks.check_between("with a rival", 1.5, 1.3, 2.0, expected=1.5, why="w", kind="observation",
+                             rivals={"none": 1.0})
+    with pytest.raises(AssertionError):
+        checks.check_less("fails like any check", 700, 600, why="calibration", kind="observation")
+    rows = records.load(tmp_path)["06_obs"]
+    obs = [r for r in rows if r["kind"] == "observation"]
+    assert len(obs) == 3 and all(r["slack"] is None and r["resolution"] is None for r in obs)
+    s = records.summarise(rows)
+    assert (s.claims, s.bounds, s.observations, s.sanity, s.total) == (1, 0, 3, 0, 4)
+    assert any("observations (at most a quarter)" in v for v in records.violations("06_obs", rows, held=True))
+    held = robust.summarise(["06_obs"], [], tmp_path)["chapters"]["06_obs"]
+    assert set(held) == {"sharpening ratio", "crossing step", "fails like any check", "a claim"}
+
+
 def test_kind_rules():
     with pytest.raises(ValueError, match="against="):
         checks.check_close("no independent side", 1.0, 1.0, atol=1, why="w")
@@ -224,7 +250,7 @@ def test_audit_lists_weak_claims_and_loose_bounds(tmp_path, monkeypatch):
     assert any("weak claim" in v for v in records.violations("07_demo", rows, held=True))
     cli = subprocess.run([sys.executable, "-m", "learndyn.checks", "audit", "07", "--dir", str(tmp_path)],
                          capture_output=True, text=True, check=True)
-    assert cli.stdout.startswith("== 07_demo: 2 claims, 2 bounds, 0 sanity") and not cli.stderr
+    assert cli.stdout.startswith("== 07_demo: 2 claims, 2 bounds, 0 observations, 0 sanity") and not cli.stderr
 
 
 def test_in_a_kernel_a_check_shows_one_line_with_details_folded_and_links_its_report_row(monkeypatch):

@@ -13,6 +13,10 @@ Every check has a kind:
   sign is recorded). A claim must resolve 1 %, or say why its analysis cannot (``resolution_why=``).
 * ``"bound"`` -- a proven inequality (`check_less`, or a window without a point prediction). Its **slack**,
   ``1 - measured/bound``, is recorded.
+* ``"observation"`` -- an empirical regularity that no derivation of the book predicts (progressive sharpening,
+  the size of an overshoot) but that the text states and later claims take as a premise: asserted in a window
+  fixed on calibration seeds, held at every other seed like a claim, and never counted as evidence for a
+  derivation (no resolution, no slack).
 * ``"sanity"`` -- bookkeeping: identities, round-off, shapes. Recorded, never counted as evidence.
 
 Resolution only asks whether the check would notice its printed number being wrong. Three more instruments ask
@@ -60,7 +64,7 @@ from ..core import seed_offset
 __all__ = ["check_close", "check_between", "check_less", "start_chapter", "records_path", "KINDS",
            "STANDARD", "close_resolution", "window_resolution", "constant_resolution", "Rival", "KEEP_GOING_ENV"]
 
-KINDS = ("claim", "bound", "sanity")
+KINDS = ("claim", "bound", "observation", "sanity")
 STANDARD = 0.01  # a claim must resolve a 1 % error in its prediction (or say why it cannot)
 KEEP_GOING_ENV = "LEARNDYN_CHECKS_KEEP_GOING"
 CIRCULAR_RATIOS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 10.0)  # tolerance = k x the measured error: built from it
@@ -157,7 +161,8 @@ def check_between(name: str, measured: Any, low: float, high: float, why: str = 
 
     With `expected=` (the prediction the window is built around; or `predict=` and `constants=`) the check is a
     claim by default, and its resolution is the smallest relative change of the prediction, moving the window
-    with it, that fails. Without it the window is a bound (its slack to each end is recorded) or a sanity check.
+    with it, that fails. Without it the window is a bound (its slack to each end is recorded), an observation or
+    a sanity check.
     A rival r (or a changed constant) moves the window by r - expected, as a wrong prediction would.
     """
     has_prediction = expected is not None or predict is not None
@@ -209,17 +214,18 @@ def check_less(name: str, measured: Any, bound: Any, why: str = "", source: str 
                against: str = "") -> None:
     """Assert measured <= bound (elementwise, bounds broadcast); print and record the outcome and the slack.
 
-    A bound or a sanity check: a claim (a prediction with a tolerance) is `check_close` or `check_between`.
+    A bound, an observation or a sanity check: a claim (a prediction with a tolerance) is `check_close` or
+    `check_between`.
     """
     if kind == "claim":
-        raise ValueError(f"check {name!r}: check_less checks a bound (kind='bound') or bookkeeping "
-                         "(kind='sanity'); a prediction compared with a computation is check_close or "
-                         "check_between(expected=...)")
+        raise ValueError(f"check {name!r}: check_less checks a bound (kind='bound'), an observation "
+                         "(kind='observation') or bookkeeping (kind='sanity'); a prediction compared with a "
+                         "computation is check_close or check_between(expected=...)")
     _validate(name, why, kind, against, "")
     m, b = _as_array("measured", measured), _as_array("bound", bound, allow_nan=False)
     _pairwise(m, b)
     ok = bool(np.all(np.isfinite(m)) and np.all(m <= b))
-    slack = _less_slack(m, b) if ok else None
+    slack = _less_slack(m, b) if ok and kind != "observation" else None
     if m.size == 1 and b.size == 1:
         detail = f"measured {_fmt(m.item())} <= bound {_fmt(b.item())}"
     else:
@@ -524,6 +530,8 @@ def kind_line(kind: str, against: str, resolution: float | None, resolution_why:
     """The line a check prints (and the report shows) about its kind and power."""
     if kind == "sanity":
         return "sanity check (bookkeeping, not evidence)"
+    if kind == "observation":
+        return "observation (an empirical regularity, window fixed on calibration seeds; not evidence)"
     if kind == "bound":
         if slack is None:
             return "bound"

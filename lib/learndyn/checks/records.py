@@ -49,10 +49,11 @@ class Summary:
     constants: int = 0  # named derived constants
     constants_resolved: int = 0  # ... resolving STANDARD or better
     flagged: int = 0  # claims with a flagged (circular) tolerance
+    observations: int = 0  # empirical regularities asserted in calibrated windows (not evidence)
 
     @property
     def total(self) -> int:
-        return self.claims + self.bounds + self.sanity
+        return self.claims + self.bounds + self.sanity + self.observations
 
     @property
     def share(self) -> float:
@@ -69,7 +70,7 @@ def summarise(records: list[dict[str, Any]]) -> Summary:
                    with_rivals=sum(bool(rejected_rivals(r)) for r in claims), constants=len(consts),
                    constants_resolved=sum(c.get("resolution") is not None and c["resolution"] <= STANDARD
                                           for c in consts),
-                   flagged=sum(bool(flags(r)) for r in claims))
+                   flagged=sum(bool(flags(r)) for r in claims), observations=kinds.count("observation"))
 
 
 def resolves(record: dict[str, Any]) -> bool:
@@ -118,6 +119,8 @@ def violations(chapter: str, records: list[dict[str, Any]], held: bool, power: b
     s = summarise(records)
     if s.total and s.sanity > s.total / 4:
         out.append(f"{chapter}: {s.sanity} of {s.total} checks are sanity checks (at most a quarter)")
+    if s.total and s.observations > s.total / 4:
+        out.append(f"{chapter}: {s.observations} of {s.total} checks are observations (at most a quarter)")
     if held and s.claims and s.share < 0.9:
         out.append(f"{chapter}: only {s.resolving} of {s.claims} claims ({100 * s.share:.0f} %) resolve 1 %")
     return out
@@ -145,7 +148,8 @@ def audit(records: dict[str, list[dict[str, Any]]]) -> str:
     for chapter, rows in records.items():
         s = summarise(rows)
         worst = "—" if s.worst is None else _pct(s.worst)
-        lines += [f"== {chapter}: {s.claims} claims, {s.bounds} bounds, {s.sanity} sanity; "
+        lines += [f"== {chapter}: {s.claims} claims, {s.bounds} bounds, {s.observations} observations, "
+                  f"{s.sanity} sanity; "
                   f"{s.resolving}/{s.claims} claims resolve 1 %; worst {worst}; {s.with_rivals}/{s.claims} "
                   f"reject a named rival; {s.constants_resolved}/{s.constants} derived constants resolve 1 %; "
                   f"{s.flagged} flagged tolerances"]

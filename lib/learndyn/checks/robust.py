@@ -53,11 +53,12 @@ def run_notebook(path: Path, seed: int, records: Path, timeout: int = 1800, thre
 
 
 def summarise(chapters: list[str], seeds: list[int], base: Path) -> dict[str, Any]:
-    """Per chapter and claim of the default run (records in `base`), pass (True/False) or missing (None) by seed."""
+    """Per chapter and claim (or observation: held at every seed too) of the default run (records in `base`), pass
+    (True/False) or missing (None) by seed."""
     out: dict[str, Any] = {"seeds": seeds, "chapters": {}}
     for chapter in chapters:
         default = _load(base / f"{chapter}.json")
-        claims = [r["name"] for r in default if r.get("kind") == "claim"] if default else []
+        claims = [r["name"] for r in default if r.get("kind") in ("claim", "observation")] if default else []
         by_seed = {k: {r["name"]: r["passed"] for r in _load(base / f"seed-{k}" / f"{chapter}.json")} for k in seeds}
         out["chapters"][chapter] = {name: [by_seed[k].get(name) for k in seeds] for name in claims}
     return out
