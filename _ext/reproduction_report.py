@@ -8,13 +8,13 @@ runs. The directive
 
 is replaced, when its page is read, by a summary table (per chapter: claims, bounds, observations, sanity checks,
 the share of claims resolving 1 %, the worst resolution) and one section per chapter (so the page has a table of
-contents) with one row per check: what it checks, its kind, the numbers, the tolerance and where it comes from, its resolution or
-slack (for a claim also each rival with the margin by which it is rejected, each derived constant's resolution,
-and its passes at the other seeds of the last `make robust` run, `tests/records/robust.json`), the independent
-side, and a link to the cell that made it. Each row's id is the id of the check's output in
-the chapter, which links back here. Sphinx reads documents in name order, so every chapter (`chapters/...`) has
-been executed, and its records written, before this page (`reproduction`) is read; the page is re-read on every
-build. A chapter of the table of contents without records is a warning (an error under `-W`).
+contents) with one row per check: what it checks, its kind, the numbers, the tolerance and where it comes from, its
+resolution or slack (for a claim also each rival with the margin by which it is rejected, each derived constant's
+resolution, and its passes at the other seeds of the last `make robust` run, `tests/records/robust.json`), the
+independent side, and a link to the cell that made it. Each row's id is the id of the check's output in the chapter,
+which links back here. Sphinx reads documents in name order, so every chapter (`chapters/...`) has been executed,
+and its records written, before this page (`reproduction`) is read; the page is re-read on every build. A chapter of
+the table of contents without records is a warning (an error under `-W`).
 """
 
 from __future__ import annotations
