@@ -10,9 +10,10 @@ gives the kind (derivation / coding / exploration, possibly several, e.g. "deriv
 Command line (run inside the book's repository, or pass ``--book DIR``)::
 
     python -m learndyn.teach list
-    python -m learndyn.teach notebooks --out DIR [--force]
+    python -m learndyn.teach notebooks --out DIR [--force] [--lang ja [--allow-untranslated]]
     python -m learndyn.teach book --out DIR [--force]
     python -m learndyn.teach assignment NAME --exercises LABEL,... [--manual LABEL,...] --out COURSE_DIR [--force]
+                                        [--lang ja [--allow-untranslated]]
 
 - ``notebooks`` writes one student notebook per chapter: every solution removed; in coding exercises the solution
   becomes a stub (``# YOUR CODE HERE`` / ``raise NotImplementedError``) followed by a self-check cell when
@@ -22,6 +23,13 @@ Command line (run inside the book's repository, or pass ``--book DIR``)::
   between ``### BEGIN SOLUTION`` / ``### END SOLUTION``, a visible test (the answer has the right form) and a hidden
   test (the checker of `learndyn.exercises`) per autograded exercise; ``--manual`` adds manually graded written
   answers for exercises without a checker (derivations).
+- ``--lang ja`` (``notebooks`` and ``assignment``): the same notebooks in Japanese. Every prose block of the markdown
+  cells (paragraphs, headings, list items, table cells, admonition, theorem and exercise titles, figure captions)
+  becomes its translation from the book's catalogs ``locales/ja/LC_MESSAGES/chapters/*.po`` (`learndyn.i18n`);
+  code cells, math, labels and the checks stay byte for byte the English edition's. A prose block without a
+  translation (a new or changed English paragraph whose catalog entry is empty or fuzzy) is an error naming the
+  blocks: a student edition must not switch language silently. ``--allow-untranslated`` keeps such blocks in
+  English and lists them on stderr. The languages are the folders ``locales/<lang>/LC_MESSAGES`` of the book.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Exercise", "parse_title", "read_exercises", "find_exercises", "find_book", "strip_solutions",
+__all__ = ["Exercise", "TASKS", "parse_title", "read_exercises", "find_exercises", "find_book", "strip_solutions",
            "chapter_name", "student_notebook", "write_student_notebooks", "write_student_book", "assignment_notebook",
            "write_assignment", "main"]
 
@@ -46,12 +54,63 @@ _SOLUTION_START = re.compile(r"^```\{solution-start\}[ \t]*(?P<label>\S+)[ \t]*\
 _SOLUTION_END = re.compile(r"^```\{solution-end\}[ \t]*\n```[ \t]*(?:\n|$)", re.M)
 _CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 _META = re.compile(r"\((?P<inside>[^()]*★[^()]*)\)\s*$")
+_SELF_CHECK_LINE = "The self-check says what is wrong without giving the answer away:"
+# The text teach writes itself, in each translated language: the stub's line and the assignment's frame.
+TEXT = {
+    "ja": {
+        _SELF_CHECK_LINE: "自己チェックは、答えを明かさずに何が間違っているかを教えてくれる。",
+        "header": "# 課題 {name}\n\n*勾配降下法の学習ダイナミクス*（*Learning dynamics of gradient "
+                  "descent*）の練習問題：{count} 問、約 {minutes} 分、{total} 点。コードは "
+                  "`# YOUR CODE HERE` と書かれた場所に書き（`raise NotImplementedError` は消す）、"
+                  "記述式の答えは `YOUR ANSWER HERE` と書かれた場所に書くこと。各解答の後のセルが"
+                  "それをテストする。テストの一部は隠されており、採点のときにだけ実行される。"
+                  "提出する前にノートブック全体を実行すること（Restart & Run All）。",
+        "exercise": "## 練習 {i}：{name}\n\n*{chapter}、`{label}` — {meta}*\n\n{body}",
+        "task": "**課題：** {task}",
+        "no answer": "（本書の解答を参照）",
+        "Preface": "序章",
+        "Chapter": "第 {n} 章",
+    },
+}
+# The one-line tasks of `learndyn.exercises.CHECKS` (the assignment's "Your task"), by language and label.
+TASKS = {
+    "ja": {
+        "ex-pre-slope": "`errors` を定義せよ。8 つのステップサイズ `etas` のそれぞれについて、"
+                        "t <= 10 での GD と勾配流の誤差の最大値を、この順に並べたものである。",
+        "ex-linreg-bayes": "`my_bayes_risk(d, n, sigma, tau)` を定義せよ。"
+                           "X^T X = n I_d のときの事後平均のベイズリスクである。",
+        "ex-linreg-init": "`my_limit(X, y, w0)` を定義せよ。"
+                          "w0 から出発した最小二乗法上の GD が収束する点である。",
+        "ex-saxe-gram-schmidt": "`my_u0(W1, W2, U, V, svals)` を定義せよ。"
+                                "実効初期条件 u0 で、モードごとに 1 つである。",
+        "ex-ssl1-ntxent": "`nt_xent(z1, z2, temperature)` を定義せよ。"
+                          "ビューを表す 2 つの (N, D) の numpy 配列の NT-Xent 損失である。",
+        "ex-ssl2-merge": "`gaps`（形状 (4, 2)）を定義せよ。立ち上がり時間 1/(8 lambda_2) を単位として測った "
+                         "t2 - t1 で、行は `rhos` の rho、列は `epsilons` の eps である"
+                         "（eta = 0.01、make_gamma の seed 4、small_init の seed 5）。",
+        "ex-soudry-second-margin": "`slopes` を定義せよ。w_hat に直交する勾配流の残差の ln t に対する"
+                                   "減衰率で、データセットごとに 1 つである。",
+        "ex-eos-plateau": "`slope` を定義せよ。キャッシュされたスイープ `traces` における、"
+                          "2/eta に対するシャープネスのプラトーの両対数の傾きである。",
+        "ex-wu-rates": "`slopes` を定義せよ。eta = T/20, T/10, T/5, T/2 のそれぞれについて `Ts` 上で"
+                       "当てはめた収束率の指数を、この順に並べたものである。",
+        "ex-diag-mirror": "`my_mirror(w, alpha)` を定義せよ。w における双曲エントロピー Q_alpha の勾配である。",
+    },
+}
 _COPY_IGNORE = ("_build", ".venv", ".git", "tests", "bench", "examples", "lib", "scripts", "*.ipynb",
                 ".ipynb_checkpoints", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info", ".ci")
 
 
 class TeachError(ValueError):
     """Bad input to a teach command (unknown label, no checker, existing output): the message says what to do."""
+
+
+class UntranslatedError(TeachError):
+    """Prose without translation in a translated edition; `missing` maps a chapter to its English blocks."""
+
+    def __init__(self, message: str, missing: dict[str, list[str]]):
+        super().__init__(message)
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -197,8 +256,12 @@ def _join_blocks(pieces: list[str]) -> str:
     return out
 
 
-def student_notebook(md_path: str | Path) -> Any:
-    """The student notebook (nbformat) of one chapter source: solutions stubbed, see `strip_solutions`."""
+def student_notebook(md_path: str | Path, lang: str | None = None, allow_untranslated: bool = False) -> Any:
+    """The student notebook (nbformat) of one chapter source: solutions stubbed, see `strip_solutions`.
+
+    lang: None or "en" for English, else a language with catalogs (``ja``): the markdown cells translated (see
+    the module docstring); a prose block without translation raises TeachError unless `allow_untranslated`.
+    """
     import jupytext
 
     if not isinstance(md_path, str | Path):
@@ -206,21 +269,42 @@ def student_notebook(md_path: str | Path) -> Any:
     md_path = Path(md_path)
     if not md_path.is_file():
         raise FileNotFoundError(f"md_path: no chapter source at {md_path}")
+    root = find_book(md_path.parent) if lang not in (None, "en") else None
+    lang = _check_lang(lang, root)
     nb = jupytext.reads(strip_solutions(md_path.read_text(encoding="utf-8"), mode="stub"), fmt="md:myst")
     nb.metadata.pop("jupytext", None)
+    if lang is not None and root is not None:
+        from . import i18n
+
+        catalog = i18n.load_catalog(root, lang, f"chapters/{md_path.stem}", _teach_messages(lang))
+        i18n.translate_notebook(nb, catalog, root)
+        _untranslated({md_path.stem: catalog.missing}, allow_untranslated)
+        nb.metadata["language"] = lang
     return nb
 
 
-def write_student_notebooks(out: str | Path, book: str | Path | None = None, force: bool = False) -> list[Path]:
-    """Write `out/NN_slug.ipynb` for every chapter of the book; returns the paths written."""
+def write_student_notebooks(out: str | Path, book: str | Path | None = None, force: bool = False,
+                            lang: str | None = None, allow_untranslated: bool = False) -> list[Path]:
+    """Write `out/NN_slug.ipynb` for every chapter of the book (in `lang`, see `student_notebook`); returns the
+    paths written. Every chapter is translated before anything is written."""
     import nbformat
 
     root = find_book(book)
-    out = _fresh_folder(_safe_out(out, root), force)
-    written = []
+    lang = _check_lang(lang, root)
+    out = _safe_out(out, root)
+    notebooks = {}
+    missing: dict[str, list[str]] = {}
     for md in sorted((root / "chapters").glob("*.md")):
-        path = out / f"{md.stem}.ipynb"
-        nbformat.write(student_notebook(md), path)
+        try:
+            notebooks[md.stem] = student_notebook(md, lang, allow_untranslated)
+        except UntranslatedError as err:
+            missing.update(err.missing)
+    _untranslated(missing, allow_untranslated)
+    out = _fresh_folder(out, force)
+    written = []
+    for stem, nb in notebooks.items():
+        path = out / f"{stem}.ipynb"
+        nbformat.write(nb, path)
         written.append(path)
     data = root / "chapters" / "data"
     if data.is_dir():
@@ -256,10 +340,12 @@ def write_student_book(out: str | Path, book: str | Path | None = None, force: b
 
 
 def assignment_notebook(name: str, labels: Sequence[str], manual: Sequence[str] = (),
-                        book: str | Path | None = None) -> Any:
+                        book: str | Path | None = None, lang: str | None = None,
+                        allow_untranslated: bool = False) -> Any:
     """The nbgrader source notebook of assignment `name` (nbformat), see the module docstring.
 
-    `labels` are autograded (each needs a checker in `learndyn.exercises`), `manual` are graded by hand.
+    `labels` are autograded (each needs a checker in `learndyn.exercises`), `manual` are graded by hand. `lang`: as
+    in `student_notebook` (the code cells are the English assignment's, byte for byte).
     """
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -285,30 +371,45 @@ def assignment_notebook(name: str, labels: Sequence[str], manual: Sequence[str] 
                              f"autogradable exercises: {', '.join(selfchecks.CHECKS)}. "
                              f"Pass it with --manual {label} to grade it by hand.")
     order = [ex.label for ex in known.values() if ex.label in labels or ex.label in manual]
+    lang = _check_lang(lang, find_book(book))
     total = sum(selfchecks.CHECKS[lab].points + known[lab].stars for lab in labels if lab in order)
     total += sum(known[lab].stars for lab in manual)
     minutes = sum(known[lab].minutes or 0 for lab in order)
-    cells = [new_markdown_cell(
-        f"# Assignment {name}\n\nExercises from *Learning dynamics of gradient descent*: "
-        f"{len(order)} exercise(s), about {minutes} min, {total} points. Write your code where it says "
-        "`# YOUR CODE HERE` (delete the `raise NotImplementedError`) and your written answers where it says "
-        "`YOUR ANSWER HERE`. The cells after each answer test it; some tests are hidden and run only when the "
-        "assignment is graded. Run the whole notebook (Restart & Run All) before you submit.")]
-    install = _install_cell(find_book(book) / "chapters" / f"{known[order[0]].chapter}.md")
+    root = find_book(book)
+    words = _Words(root, lang, allow_untranslated) if lang is not None else None
+    if words is None:
+        header = (f"# Assignment {name}\n\nExercises from *Learning dynamics of gradient descent*: "
+                  f"{len(order)} exercise(s), about {minutes} min, {total} points. Write your code where it says "
+                  "`# YOUR CODE HERE` (delete the `raise NotImplementedError`) and your written answers where it says "
+                  "`YOUR ANSWER HERE`. The cells after each answer test it; some tests are hidden and run only when "
+                  "the assignment is graded. Run the whole notebook (Restart & Run All) before you submit.")
+    else:
+        header = words.text("header").format(name=name, count=len(order), minutes=minutes, total=total)
+    cells = [new_markdown_cell(header)]
+    install = _install_cell(root / "chapters" / f"{known[order[0]].chapter}.md")
     cells.append(_nbgrader(new_code_cell(
         install + "import numpy as np\nimport learndyn as ld\n\n" f'device = ld.setup("{name}")'), grade_id="setup"))
     for i, label in enumerate(order, 1):
         ex = known[label]
-        cells.append(new_markdown_cell(
-            f"## Exercise {i}: {ex.name}\n\n*{chapter_name(ex.chapter)}, `{label}` — {ex.kind}, {'★' * ex.stars}"
-            + (f", about {ex.minutes} min" if ex.minutes else "") + f"*\n\n{_plain_markdown(ex.body)}"))
+        if words is None:
+            cells.append(new_markdown_cell(
+                f"## Exercise {i}: {ex.name}\n\n*{chapter_name(ex.chapter)}, `{label}` — {ex.kind}, {'★' * ex.stars}"
+                + (f", about {ex.minutes} min" if ex.minutes else "") + f"*\n\n{_plain_markdown(ex.body)}"))
+        else:
+            title, meta = words.title(ex)
+            cells.append(new_markdown_cell(words.text("exercise").format(
+                i=i, name=title, chapter=words.chapter(ex.chapter), label=label, meta=meta,
+                body=_plain_markdown(words.myst(ex.chapter, ex.body), words.lang))))
         if label in manual:
-            answer = _plain_markdown(ex.solution_markdown()) or "(see the book's solution)"
+            written = ex.solution_markdown() if words is None else words.myst(ex.chapter, ex.solution_markdown())
+            answer = _plain_markdown(written, lang) or (
+                "(see the book's solution)" if words is None else words.text("no answer"))
             cells.append(_nbgrader(new_markdown_cell(f"### BEGIN SOLUTION\n{answer}\n### END SOLUTION"),
                                    grade_id=f"{label}-answer", solution=True, grade=True, points=ex.stars))
             continue
         check = selfchecks.CHECKS[label]
-        cells.append(new_markdown_cell(f"**Your task:** {check.task}"))
+        cells.append(new_markdown_cell(f"**Your task:** {check.task}" if words is None
+                                       else words.text("task").format(task=words.task(label, check.task))))
         if check.setup:
             cells.append(_nbgrader(new_code_cell(check.setup), grade_id=f"{label}-setup"))
         cells.append(_nbgrader(new_code_cell(f"### BEGIN SOLUTION\n{check.solution.strip()}\n### END SOLUTION"),
@@ -320,15 +421,20 @@ def assignment_notebook(name: str, labels: Sequence[str], manual: Sequence[str] 
             f"### BEGIN HIDDEN TESTS\nfrom learndyn.exercises import {check.checker.__name__}\n\n"
             f"{check.checker.__name__}({check.answer})\n### END HIDDEN TESTS"),
             grade_id=f"{label}-check", grade=True, points=ex.stars))
+    if words is not None:
+        _untranslated(words.missing, allow_untranslated)
     nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}
+    if lang is not None:
+        nb.metadata["language"] = lang
     nbformat.validate(nb)
     return nb
 
 
 def write_assignment(name: str, labels: Sequence[str], out: str | Path, manual: Sequence[str] = (),
-                     book: str | Path | None = None, force: bool = False) -> Path:
+                     book: str | Path | None = None, force: bool = False, lang: str | None = None,
+                     allow_untranslated: bool = False) -> Path:
     """Write `out/source/name/name.ipynb` (and a minimal `out/nbgrader_config.py` when missing); returns the path."""
     import nbformat
 
@@ -336,7 +442,7 @@ def write_assignment(name: str, labels: Sequence[str], out: str | Path, manual: 
         raise TypeError(f"out (the nbgrader course folder) must be a path; got {type(out).__name__}")
     if not isinstance(force, bool):
         raise TypeError(f"force must be True or False; got {force!r}")
-    nb = assignment_notebook(name, labels, manual, book)
+    nb = assignment_notebook(name, labels, manual, book, lang, allow_untranslated)
     course = _safe_out(out, find_book(book))
     folder = course / "source" / name
     if folder.exists() and not force:
@@ -373,6 +479,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_as.add_argument("--manual", default="", help="comma-separated labels of exercises graded by hand")
     p_as.add_argument("--out", required=True, help="the nbgrader course folder")
     p_as.add_argument("--force", action="store_true", help="replace source/NAME if it exists")
+    for p in (p_nb, p_as):
+        p.add_argument("--lang", default="en", help="language of the prose: en (default) or a translated one "
+                                                    "(locales/<lang>/LC_MESSAGES, e.g. ja)")
+        p.add_argument("--allow-untranslated", action="store_true",
+                       help="keep prose without translation in English (listed on stderr) instead of failing")
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
@@ -383,13 +494,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{ex.label:28s} {ex.chapter:22s} {ex.kind:22s} {'★' * ex.stars:4s} {time:>7s}"
                       f"{'  self-check' if ex.label in CHECKS else ''}")
         elif args.command == "notebooks":
-            for path in write_student_notebooks(args.out, args.book, args.force):
+            for path in write_student_notebooks(args.out, args.book, args.force, args.lang,
+                                                args.allow_untranslated):
                 print(f"wrote {path}")
         elif args.command == "book":
             print(f"wrote the student edition's sources to {write_student_book(args.out, args.book, args.force)}")
         else:
             path = write_assignment(args.name, _labels(args.exercises), args.out, _labels(args.manual), args.book,
-                                    args.force)
+                                    args.force, args.lang, args.allow_untranslated)
             print(f"wrote {path}\nnext: cd {args.out} && nbgrader generate_assignment {args.name}")
     except TeachError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -415,16 +527,99 @@ def _stub_cells(label: str) -> str:
     cells = f"\n```{{code-cell}} ipython3\n{head}{STUB}\n```\n"
     if check:
         name = check.checker.__name__
-        cells += (f"\nThe self-check says what is wrong without giving the answer away:\n\n"
+        cells += (f"\n{_SELF_CHECK_LINE}\n\n"
                   f"```{{code-cell}} ipython3\nfrom learndyn.exercises import {name}\n\n{name}({check.answer})\n```\n")
     return cells
 
 
-def _plain_markdown(text: str) -> str:
+def _plain_markdown(text: str, lang: str | None = None) -> str:
     """MyST roles ({eq}`x`, {cite:t}`x`, {ref}`x`) as plain text for a notebook outside the book."""
+    if lang == "ja":  # 式 {eq}`x` -> 本書の式 `x`
+        text = re.sub(r"(?:式\s*)?\{eq\}`([^`]+)`", r"本書の式 `\1`", text)
+        text = re.sub(r"\{(?:numref|ref|doc)\}`(?:[^`<]*<)?([^`>]+)>?`", r"本書の `\1`", text)
+        text = re.sub(r"(?<=[\u3000-\u9fff\uff00-\uffef]) +(?=本書の)", "", text)  # no space after Japanese
     text = re.sub(r"\{eq\}`([^`]+)`", r"equation `\1` of the book", text)
     text = re.sub(r"\{(?:numref|ref|doc)\}`(?:[^`<]*<)?([^`>]+)>?`", r"`\1` in the book", text)
     return re.sub(r"\{cite(?::[a-z]+)?\}`([^`]+)`", r"[\1]", text)
+
+
+def _check_lang(lang: object, root: Path | None) -> str | None:
+    """`lang` checked against the book's catalogs (None for English); TeachError (a ValueError) naming `lang`."""
+    from . import i18n
+
+    if lang is None or lang == "en":
+        return None
+    try:
+        return i18n.check_lang(lang, root if root is not None else find_book())
+    except ValueError as err:
+        raise TeachError(str(err)) from None
+
+
+def _teach_messages(lang: str) -> dict[str, str]:
+    """The catalog entries of the text teach writes into a student notebook (the stub's self-check line)."""
+    return {_SELF_CHECK_LINE: TEXT[lang][_SELF_CHECK_LINE]} if lang in TEXT else {}
+
+
+def _untranslated(missing: dict[str, list[str]], allow: bool) -> None:
+    """Fail (UntranslatedError), or with `allow` warn on stderr, when a translated edition has English prose."""
+    missing = {page: blocks for page, blocks in missing.items() if blocks}
+    if not missing:
+        return
+    count = sum(len(blocks) for blocks in missing.values())
+    lines = [f"  {page}: {len(blocks)} block(s), e.g. {blocks[0][:100]!r}" for page, blocks in missing.items()]
+    if not allow:
+        raise UntranslatedError(f"{count} prose block(s) have no translation (empty or fuzzy in the catalogs: "
+                                "translate them, locales/ja/TRANSLATING.md), or pass --allow-untranslated to keep "
+                                "them in English:\n" + "\n".join(lines), missing)
+    print(f"warning: {count} prose block(s) left in English (no translation):\n" + "\n".join(lines),
+          file=sys.stderr)
+
+
+class _Words:
+    """The translated text of an assignment: the chapters' catalogs, teach's own TEXT and TASKS; records the
+    English it could not translate in `missing` (by chapter)."""
+
+    def __init__(self, root: Path, lang: str, allow_untranslated: bool):
+        self.root, self.lang, self.allow = root, lang, allow_untranslated
+        self.catalogs: dict[str, Any] = {}
+        self.missing: dict[str, list[str]] = {}
+
+    def _catalog(self, chapter: str) -> Any:
+        from . import i18n
+
+        if chapter not in self.catalogs:
+            self.catalogs[chapter] = i18n.load_catalog(self.root, self.lang, f"chapters/{chapter}")
+            self.missing[chapter] = self.catalogs[chapter].missing
+        return self.catalogs[chapter]
+
+    def text(self, key: str) -> str:
+        return TEXT[self.lang][key]
+
+    def myst(self, chapter: str, text: str) -> str:
+        from . import i18n
+
+        return i18n.translate_myst(text, self._catalog(chapter), self.root)
+
+    def title(self, ex: Exercise) -> tuple[str, str]:
+        """The exercise's name and its parenthesis (kind, stars, minutes) in the language."""
+        found = self._catalog(ex.chapter).lookup(ex.title)
+        m = re.fullmatch(r"(?s)(.*?)\s*[（(]([^（）()]*★[^（）()]*)[）)]\s*", found or "")
+        if m is None:
+            self.missing[ex.chapter].append(ex.title)
+            return ex.name, ex.title[len(ex.name):].strip().strip("()")
+        return m.group(1), m.group(2)
+
+    def chapter(self, stem: str) -> str:
+        prefix = stem.split("_", 1)[0]
+        if not prefix.isdigit():
+            return stem
+        return self.text("Preface") if int(prefix) == 0 else self.text("Chapter").format(n=int(prefix))
+
+    def task(self, label: str, english: str) -> str:
+        found = TASKS.get(self.lang, {}).get(label)
+        if found is None:
+            self.missing.setdefault("learndyn.exercises", []).append(english)
+        return found or english
 
 
 def _nbgrader(cell: Any, grade_id: str, solution: bool = False, grade: bool = False, points: int = 0) -> Any:
