@@ -79,7 +79,7 @@ def test_figure_captions_are_translated_and_the_self_check_line_too():
                 for en, ja in zip(english.cells, japanese.cells, strict=True)
                 if en.cell_type == "code" and "figure" in en.metadata.get("mystnb", {})]
     assert captions and all(CJK.search(ja) and _math(ja) == _math(en) for en, ja in captions)
-    line = teach.TEXT["ja"]["The self-check says what is wrong without giving the answer away:"]
+    line = i18n.TEXT["ja"]["The self-check says what is wrong without giving the answer away:"]
     assert any(c.source.strip() == line for c in japanese.cells if c.cell_type == "markdown")
 
 
@@ -117,8 +117,8 @@ def test_japanese_assignment_matches_the_english_one_but_for_the_prose(tmp_path,
 
 
 def test_every_checked_exercise_has_a_japanese_task():
-    assert set(teach.TASKS["ja"]) == set(CHECKS)
-    for label, task in teach.TASKS["ja"].items():
+    assert set(i18n.TASKS["ja"]) == set(CHECKS)
+    for label, task in i18n.TASKS["ja"].items():
         assert re.findall(r"`[^`]+`", task) == re.findall(r"`[^`]+`", CHECKS[label].task), label
 
 

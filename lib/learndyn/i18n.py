@@ -10,6 +10,10 @@ entries, labels, directive options. Two quirks of the extraction are handled her
 
 A prose block without a (non-fuzzy, non-empty) translation is recorded in `Catalog.missing`; a block with nothing to
 translate (only math, code, roles or links) is left as it is and not counted.
+
+The text `learndyn.teach` writes itself has its translations here: `TEXT` (the stub's self-check line, the
+assignment's frame) and `TASKS` (the one-line task of each self-checked exercise, by label); `Words` gathers an
+assignment's translated text.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Catalog", "languages", "check_lang", "load_catalog", "translate_myst", "translate_notebook"]
+__all__ = ["Catalog", "Words", "TEXT", "TASKS", "SELF_CHECK_LINE", "languages", "check_lang", "load_catalog",
+           "translate_myst", "translate_notebook", "teach_messages"]
 
 # Directives whose body is not MyST prose (kept as is) and the prose ones whose argument is a title.
 _VERBATIM_DIRECTIVES = {"code-cell", "index", "math", "code-block", "code", "sourcecode", "raw", "eval-rst",
@@ -29,6 +34,50 @@ _NO_TITLE = {"figure", "image", "include", "list-table", "table"}  # their argum
 PROOF_WORD = {"en": "Proof. ", "ja": "証明. "}  # sphinx-proof's word at the start of a proof's first message
 _PROSE_INLINE = ("text",)
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
+
+SELF_CHECK_LINE = "The self-check says what is wrong without giving the answer away:"
+# The text `learndyn.teach` writes itself, in each translated language: the stub's line and the assignment's frame.
+TEXT = {
+    "ja": {
+        SELF_CHECK_LINE: "自己チェックは、答えを明かさずに何が間違っているかを教えてくれる。",
+        "header": "# 課題 {name}\n\n*勾配降下法の学習ダイナミクス*（*Learning dynamics of gradient "
+                  "descent*）の練習問題：{count} 問、約 {minutes} 分、{total} 点。コードは "
+                  "`# YOUR CODE HERE` と書かれた場所に書き（`raise NotImplementedError` は消す）、"
+                  "記述式の答えは `YOUR ANSWER HERE` と書かれた場所に書くこと。各解答の後のセルが"
+                  "それをテストする。テストの一部は隠されており、採点のときにだけ実行される。"
+                  "提出する前にノートブック全体を実行すること（Restart & Run All）。",
+        "exercise": "## 練習 {i}：{name}\n\n*{chapter}、`{label}` — {meta}*\n\n{body}",
+        "task": "**課題：** {task}",
+        "no answer": "（本書の解答を参照）",
+        "Preface": "序章",
+        "Chapter": "第 {n} 章",
+    },
+}
+# The one-line tasks of `learndyn.exercises.CHECKS` (the assignment's "Your task"), by language and label.
+TASKS = {
+    "ja": {
+        "ex-pre-slope": "`errors` を定義せよ。8 つのステップサイズ `etas` のそれぞれについて、"
+                        "t <= 10 での GD と勾配流の誤差の最大値を、この順に並べたものである。",
+        "ex-linreg-bayes": "`my_bayes_risk(d, n, sigma, tau)` を定義せよ。"
+                           "X^T X = n I_d のときの事後平均のベイズリスクである。",
+        "ex-linreg-init": "`my_limit(X, y, w0)` を定義せよ。"
+                          "w0 から出発した最小二乗法上の GD が収束する点である。",
+        "ex-saxe-gram-schmidt": "`my_u0(W1, W2, U, V, svals)` を定義せよ。"
+                                "実効初期条件 u0 で、モードごとに 1 つである。",
+        "ex-ssl1-ntxent": "`nt_xent(z1, z2, temperature)` を定義せよ。"
+                          "ビューを表す 2 つの (N, D) の numpy 配列の NT-Xent 損失である。",
+        "ex-ssl2-merge": "`gaps`（形状 (4, 2)）を定義せよ。立ち上がり時間 1/(8 lambda_2) を単位として測った "
+                         "t2 - t1 で、行は `rhos` の rho、列は `epsilons` の eps である"
+                         "（eta = 0.01、make_gamma の seed 4、small_init の seed 5）。",
+        "ex-soudry-second-margin": "`slopes` を定義せよ。w_hat に直交する勾配流の残差の ln t に対する"
+                                   "減衰率で、データセットごとに 1 つである。",
+        "ex-eos-plateau": "`slope` を定義せよ。キャッシュされたスイープ `traces` における、"
+                          "2/eta に対するシャープネスのプラトーの両対数の傾きである。",
+        "ex-wu-rates": "`slopes` を定義せよ。eta = T/20, T/10, T/5, T/2 のそれぞれについて `Ts` 上で"
+                       "当てはめた収束率の指数を、この順に並べたものである。",
+        "ex-diag-mirror": "`my_mirror(w, alpha)` を定義せよ。w における双曲エントロピー Q_alpha の勾配である。",
+    },
+}
 
 
 @dataclass
@@ -230,3 +279,51 @@ def translate_notebook(nb: Any, catalog: Catalog, book: str | Path) -> Any:
                 if new is not None:
                     figure["caption"] = new
     return nb
+
+
+def teach_messages(lang: str) -> dict[str, str]:
+    """The catalog entries of the text `learndyn.teach` writes into a student notebook (the self-check line)."""
+    return {SELF_CHECK_LINE: TEXT[lang][SELF_CHECK_LINE]} if lang in TEXT else {}
+
+
+class Words:
+    """The translated text of an nbgrader assignment (`learndyn.teach`): the chapters' catalogs, TEXT and TASKS;
+    records the English it could not translate in `missing` (by chapter)."""
+
+    def __init__(self, root: Path, lang: str):
+        self.root, self.lang = root, lang
+        self.catalogs: dict[str, Catalog] = {}
+        self.missing: dict[str, list[str]] = {}
+
+    def _catalog(self, chapter: str) -> Catalog:
+        if chapter not in self.catalogs:
+            self.catalogs[chapter] = load_catalog(self.root, self.lang, f"chapters/{chapter}")
+            self.missing[chapter] = self.catalogs[chapter].missing
+        return self.catalogs[chapter]
+
+    def text(self, key: str) -> str:
+        return TEXT[self.lang][key]
+
+    def myst(self, chapter: str, text: str) -> str:
+        return translate_myst(text, self._catalog(chapter), self.root)
+
+    def title(self, ex: Any) -> tuple[str, str]:
+        """The exercise's name and its parenthesis (kind, stars, minutes) in the language."""
+        found = self._catalog(ex.chapter).lookup(ex.title)
+        m = re.fullmatch(r"(?s)(.*?)\s*[（(]([^（）()]*★[^（）()]*)[）)]\s*", found or "")
+        if m is None:
+            self.missing[ex.chapter].append(ex.title)
+            return ex.name, ex.title[len(ex.name):].strip().strip("()")
+        return m.group(1), m.group(2)
+
+    def chapter(self, stem: str) -> str:
+        prefix = stem.split("_", 1)[0]
+        if not prefix.isdigit():
+            return stem
+        return self.text("Preface") if int(prefix) == 0 else self.text("Chapter").format(n=int(prefix))
+
+    def task(self, label: str, english: str) -> str:
+        found = TASKS.get(self.lang, {}).get(label)
+        if found is None:
+            self.missing.setdefault("learndyn.exercises", []).append(english)
+        return found or english

@@ -43,7 +43,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Exercise", "TASKS", "parse_title", "read_exercises", "find_exercises", "find_book", "strip_solutions",
+from . import i18n
+from .i18n import SELF_CHECK_LINE
+
+__all__ = ["Exercise", "parse_title", "read_exercises", "find_exercises", "find_book", "strip_solutions",
            "chapter_name", "student_notebook", "write_student_notebooks", "write_student_book", "assignment_notebook",
            "write_assignment", "main"]
 
@@ -54,49 +57,6 @@ _SOLUTION_START = re.compile(r"^```\{solution-start\}[ \t]*(?P<label>\S+)[ \t]*\
 _SOLUTION_END = re.compile(r"^```\{solution-end\}[ \t]*\n```[ \t]*(?:\n|$)", re.M)
 _CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 _META = re.compile(r"\((?P<inside>[^()]*★[^()]*)\)\s*$")
-_SELF_CHECK_LINE = "The self-check says what is wrong without giving the answer away:"
-# The text teach writes itself, in each translated language: the stub's line and the assignment's frame.
-TEXT = {
-    "ja": {
-        _SELF_CHECK_LINE: "自己チェックは、答えを明かさずに何が間違っているかを教えてくれる。",
-        "header": "# 課題 {name}\n\n*勾配降下法の学習ダイナミクス*（*Learning dynamics of gradient "
-                  "descent*）の練習問題：{count} 問、約 {minutes} 分、{total} 点。コードは "
-                  "`# YOUR CODE HERE` と書かれた場所に書き（`raise NotImplementedError` は消す）、"
-                  "記述式の答えは `YOUR ANSWER HERE` と書かれた場所に書くこと。各解答の後のセルが"
-                  "それをテストする。テストの一部は隠されており、採点のときにだけ実行される。"
-                  "提出する前にノートブック全体を実行すること（Restart & Run All）。",
-        "exercise": "## 練習 {i}：{name}\n\n*{chapter}、`{label}` — {meta}*\n\n{body}",
-        "task": "**課題：** {task}",
-        "no answer": "（本書の解答を参照）",
-        "Preface": "序章",
-        "Chapter": "第 {n} 章",
-    },
-}
-# The one-line tasks of `learndyn.exercises.CHECKS` (the assignment's "Your task"), by language and label.
-TASKS = {
-    "ja": {
-        "ex-pre-slope": "`errors` を定義せよ。8 つのステップサイズ `etas` のそれぞれについて、"
-                        "t <= 10 での GD と勾配流の誤差の最大値を、この順に並べたものである。",
-        "ex-linreg-bayes": "`my_bayes_risk(d, n, sigma, tau)` を定義せよ。"
-                           "X^T X = n I_d のときの事後平均のベイズリスクである。",
-        "ex-linreg-init": "`my_limit(X, y, w0)` を定義せよ。"
-                          "w0 から出発した最小二乗法上の GD が収束する点である。",
-        "ex-saxe-gram-schmidt": "`my_u0(W1, W2, U, V, svals)` を定義せよ。"
-                                "実効初期条件 u0 で、モードごとに 1 つである。",
-        "ex-ssl1-ntxent": "`nt_xent(z1, z2, temperature)` を定義せよ。"
-                          "ビューを表す 2 つの (N, D) の numpy 配列の NT-Xent 損失である。",
-        "ex-ssl2-merge": "`gaps`（形状 (4, 2)）を定義せよ。立ち上がり時間 1/(8 lambda_2) を単位として測った "
-                         "t2 - t1 で、行は `rhos` の rho、列は `epsilons` の eps である"
-                         "（eta = 0.01、make_gamma の seed 4、small_init の seed 5）。",
-        "ex-soudry-second-margin": "`slopes` を定義せよ。w_hat に直交する勾配流の残差の ln t に対する"
-                                   "減衰率で、データセットごとに 1 つである。",
-        "ex-eos-plateau": "`slope` を定義せよ。キャッシュされたスイープ `traces` における、"
-                          "2/eta に対するシャープネスのプラトーの両対数の傾きである。",
-        "ex-wu-rates": "`slopes` を定義せよ。eta = T/20, T/10, T/5, T/2 のそれぞれについて `Ts` 上で"
-                       "当てはめた収束率の指数を、この順に並べたものである。",
-        "ex-diag-mirror": "`my_mirror(w, alpha)` を定義せよ。w における双曲エントロピー Q_alpha の勾配である。",
-    },
-}
 _COPY_IGNORE = ("_build", ".venv", ".git", "tests", "bench", "examples", "lib", "scripts", "*.ipynb",
                 ".ipynb_checkpoints", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info", ".ci")
 
@@ -274,9 +234,7 @@ def student_notebook(md_path: str | Path, lang: str | None = None, allow_untrans
     nb = jupytext.reads(strip_solutions(md_path.read_text(encoding="utf-8"), mode="stub"), fmt="md:myst")
     nb.metadata.pop("jupytext", None)
     if lang is not None and root is not None:
-        from . import i18n
-
-        catalog = i18n.load_catalog(root, lang, f"chapters/{md_path.stem}", _teach_messages(lang))
+        catalog = i18n.load_catalog(root, lang, f"chapters/{md_path.stem}", i18n.teach_messages(lang))
         i18n.translate_notebook(nb, catalog, root)
         _untranslated({md_path.stem: catalog.missing}, allow_untranslated)
         nb.metadata["language"] = lang
@@ -376,7 +334,7 @@ def assignment_notebook(name: str, labels: Sequence[str], manual: Sequence[str] 
     total += sum(known[lab].stars for lab in manual)
     minutes = sum(known[lab].minutes or 0 for lab in order)
     root = find_book(book)
-    words = _Words(root, lang, allow_untranslated) if lang is not None else None
+    words = i18n.Words(root, lang) if lang is not None else None
     if words is None:
         header = (f"# Assignment {name}\n\nExercises from *Learning dynamics of gradient descent*: "
                   f"{len(order)} exercise(s), about {minutes} min, {total} points. Write your code where it says "
@@ -527,7 +485,7 @@ def _stub_cells(label: str) -> str:
     cells = f"\n```{{code-cell}} ipython3\n{head}{STUB}\n```\n"
     if check:
         name = check.checker.__name__
-        cells += (f"\n{_SELF_CHECK_LINE}\n\n"
+        cells += (f"\n{SELF_CHECK_LINE}\n\n"
                   f"```{{code-cell}} ipython3\nfrom learndyn.exercises import {name}\n\n{name}({check.answer})\n```\n")
     return cells
 
@@ -545,19 +503,12 @@ def _plain_markdown(text: str, lang: str | None = None) -> str:
 
 def _check_lang(lang: object, root: Path | None) -> str | None:
     """`lang` checked against the book's catalogs (None for English); TeachError (a ValueError) naming `lang`."""
-    from . import i18n
-
     if lang is None or lang == "en":
         return None
     try:
         return i18n.check_lang(lang, root if root is not None else find_book())
     except ValueError as err:
         raise TeachError(str(err)) from None
-
-
-def _teach_messages(lang: str) -> dict[str, str]:
-    """The catalog entries of the text teach writes into a student notebook (the stub's self-check line)."""
-    return {_SELF_CHECK_LINE: TEXT[lang][_SELF_CHECK_LINE]} if lang in TEXT else {}
 
 
 def _untranslated(missing: dict[str, list[str]], allow: bool) -> None:
@@ -573,53 +524,6 @@ def _untranslated(missing: dict[str, list[str]], allow: bool) -> None:
                                 "them in English:\n" + "\n".join(lines), missing)
     print(f"warning: {count} prose block(s) left in English (no translation):\n" + "\n".join(lines),
           file=sys.stderr)
-
-
-class _Words:
-    """The translated text of an assignment: the chapters' catalogs, teach's own TEXT and TASKS; records the
-    English it could not translate in `missing` (by chapter)."""
-
-    def __init__(self, root: Path, lang: str, allow_untranslated: bool):
-        self.root, self.lang, self.allow = root, lang, allow_untranslated
-        self.catalogs: dict[str, Any] = {}
-        self.missing: dict[str, list[str]] = {}
-
-    def _catalog(self, chapter: str) -> Any:
-        from . import i18n
-
-        if chapter not in self.catalogs:
-            self.catalogs[chapter] = i18n.load_catalog(self.root, self.lang, f"chapters/{chapter}")
-            self.missing[chapter] = self.catalogs[chapter].missing
-        return self.catalogs[chapter]
-
-    def text(self, key: str) -> str:
-        return TEXT[self.lang][key]
-
-    def myst(self, chapter: str, text: str) -> str:
-        from . import i18n
-
-        return i18n.translate_myst(text, self._catalog(chapter), self.root)
-
-    def title(self, ex: Exercise) -> tuple[str, str]:
-        """The exercise's name and its parenthesis (kind, stars, minutes) in the language."""
-        found = self._catalog(ex.chapter).lookup(ex.title)
-        m = re.fullmatch(r"(?s)(.*?)\s*[（(]([^（）()]*★[^（）()]*)[）)]\s*", found or "")
-        if m is None:
-            self.missing[ex.chapter].append(ex.title)
-            return ex.name, ex.title[len(ex.name):].strip().strip("()")
-        return m.group(1), m.group(2)
-
-    def chapter(self, stem: str) -> str:
-        prefix = stem.split("_", 1)[0]
-        if not prefix.isdigit():
-            return stem
-        return self.text("Preface") if int(prefix) == 0 else self.text("Chapter").format(n=int(prefix))
-
-    def task(self, label: str, english: str) -> str:
-        found = TASKS.get(self.lang, {}).get(label)
-        if found is None:
-            self.missing.setdefault("learndyn.exercises", []).append(english)
-        return found or english
 
 
 def _nbgrader(cell: Any, grade_id: str, solution: bool = False, grade: bool = False, points: int = 0) -> Any:
