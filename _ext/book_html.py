@@ -75,6 +75,9 @@ def _language_switch(app, pagename: str, templatename: str, context: dict[str, A
     lang = edition(app.config)
     other = "ja" if lang == "en" else "en"
     exists = pagename in app.env.found_docs or pagename in SPECIAL_PAGES  # both editions have the same sources
+    from book_i18n import EDITION_PAGES  # but for a translated edition's own pages (its glossary): no English copy
+
+    exists = exists and pagename not in EDITION_PAGES.get(lang, {})
     url = counterpart_url(pagename, lang, other, exists, app.config.root_doc)
     context["language_switch"] = {"url": url, "lang": other, "text": EDITION_NAMES[other],
                                   "title": EDITION_TITLES[other]}

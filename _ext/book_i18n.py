@@ -25,6 +25,12 @@ In a translated build (``language`` set, e.g. ``make book-ja``):
   it would load polyglossia, which has no Japanese.
 - The landing page's link to the PDF edition (``a.pdf-edition``) points at the edition's own PDF
   (``<name>-<lang>.pdf``, which ``make pdf-ja`` writes beside the edition's pages).
+- Pages only a translated edition has (``EDITION_PAGES``: the Japanese glossary, ``glossary.md``, whose table is
+  ``locales/ja/glossary.md``'s). Their source is at the root but not in ``_toc.yml``, so the English build
+  (``only_build_toc_files``) and the gettext build leave them out: no English page, no messages. A translated
+  build adds each to its table of contents after a given page (config-inited, after sphinx-external-toc has read
+  ``_toc.yml``), and ends the landing page's paragraph that links that page with a sentence linking the new one.
+  The language switcher of such a page links the other edition's landing page (_ext/book_html.py).
 
 None of this runs in the English build (no ``language`` or ``en``, and not the gettext builder), whose doctrees
 and pages are unchanged.
@@ -36,6 +42,7 @@ import re
 from typing import Any
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
@@ -44,6 +51,12 @@ GENERATED_INCLUDES = ("bench/results.md",)
 # The note at the top of every API reference page of a translated edition.
 API_NOTE = {"ja": "この API リファレンスは英語のまま掲載している"
                   "（docstring はコードとともに変わるため、この版では翻訳していない）。"}
+
+# Pages only a translated edition has: page -> (the page of _toc.yml it follows, the sentence that the landing page's
+# paragraph linking that page ends with: the text before the link, the link's text, the text after it).
+EDITION_PAGES = {
+    "ja": {"glossary": ("notation", ("専門用語の訳語とその英語の原語、意味は", "用語集", "にまとめてある。"))},
+}
 
 
 # The LaTeX settings of a translated PDF edition, over the English edition's (config-inited; only with xelatex).
@@ -76,6 +89,44 @@ def _latex_for_language(app, config) -> None:
         elements["tableofcontents"] = elements["tableofcontents"].replace("{Contents}", "{" + contents + "}")
     config.latex_elements = elements
     config.latex_docclass = dict(LATEX_DOCCLASS)
+
+
+def _edition_pages(app, config) -> None:
+    """A translated edition's own pages into its table of contents (after sphinx-external-toc's parse_toc_to_env,
+    which excluded them as files outside _toc.yml)."""
+    lang = (config.language or "en").split("_")[0]
+    site_map = getattr(config, "external_site_map", None)
+    if lang == "en" or lang not in EDITION_PAGES or site_map is None:
+        return
+    from sphinx_external_toc.api import Document, FileItem
+
+    for page, (after, _) in EDITION_PAGES[lang].items():
+        tree = next(t for doc in site_map.values() for t in doc.subtrees if after in t.items)
+        tree.items.insert(tree.items.index(after) + 1, FileItem(page))
+        site_map[page] = Document(page)
+        config.exclude_patterns = [p for p in config.exclude_patterns if p not in (page, f"{page}.md")]
+
+
+class EditionPageLinks(SphinxTransform):
+    """In a translated build, the landing page links the edition's own pages: the sentence of EDITION_PAGES at the
+    end of the paragraph that links the page each one follows (after Sphinx's Locale transform, 20, translated it)."""
+
+    default_priority = 25
+
+    def apply(self, **kwargs: Any) -> None:
+        lang = (self.config.language or "en").split("_")[0]
+        if not _translated(self.app) or self.env.docname != self.config.root_doc or lang not in EDITION_PAGES:
+            return
+        for page, (after, (before, text, rest)) in EDITION_PAGES[lang].items():
+            para = next((x.parent for x in self.document.findall(addnodes.pending_xref)
+                         if x.get("reftarget") in (after, f"/{after}") and isinstance(x.parent, nodes.paragraph)),
+                        None)
+            if para is None:
+                continue
+            link = addnodes.pending_xref("", nodes.inline("", text, classes=["xref", "std", "std-doc"]),
+                                         refdoc=self.env.docname, refdomain="std", reftype="doc",
+                                         reftarget=f"/{page}", refexplicit=True, refwarn=True)
+            para += [nodes.Text(before), link, nodes.Text(rest)]
 
 
 def _generated_include(node: nodes.Node) -> bool:
@@ -200,6 +251,8 @@ def setup(app) -> dict[str, Any]:
     app.add_directive("exercise-start", _translatable_titles(ExerciseStartDirective), override=True)
     app.connect("config-inited", _latex_for_language)
     app.add_transform(NotMessages)
+    app.add_transform(EditionPageLinks)
+    app.connect("config-inited", _edition_pages, priority=950)  # after sphinx-external-toc's (900)
     app.add_post_transform(ExerciseTitleMessages)
     app.connect("doctree-resolved", _translated_edition, priority=800)  # after the generated pages' handlers
     return {"parallel_read_safe": True, "parallel_write_safe": True}

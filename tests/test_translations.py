@@ -173,3 +173,13 @@ def test_translations_use_the_glossary_terms(page):
             if _applies(term, page, text) and not all(p in msgstr for p in japanese_parts(form)):
                 wrong.append(f"{term!r} -> {form!r}: {po_check._short(msgid, 70)!r} / {po_check._short(msgstr, 50)!r}")
     assert not wrong, f"{page}.po: {len(wrong)} translations without the glossary's term:\n" + "\n".join(wrong[:15])
+
+
+def test_every_glossary_row_has_a_one_line_japanese_gloss():
+    """The third column is the reader's gloss (the Japanese edition's 用語集 page shows the table): Japanese, never
+    the placeholder —; a | inside a cell would split the row (write \\lvert or \\Vert in math)."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in GLOSSARY.read_text(encoding="utf-8").splitlines() if line.startswith("|")][2:]
+    assert len(rows) == len(glossary()) and all(len(r) == 3 for r in rows), [r for r in rows if len(r) != 3][:3]
+    bad = [r[0] for r in rows if r[2] in ("", "—") or not re.search(r"[\u3040-\u30ff\u3400-\u9fff]", r[2])]
+    assert not bad, f"{len(bad)} glossary rows without a Japanese gloss: {bad[:5]}"

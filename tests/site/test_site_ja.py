@@ -142,3 +142,51 @@ def test_search_index_is_japanese():
     terms = json.loads(index[index.index("(") + 1: index.rindex(")")])["terms"]
     assert {"勾配", "降下", "勾配流"} <= set(terms), "the Japanese search index lacks Japanese words"
     assert max(len(t) for t in terms if CJK.search(t)) < 20, "Japanese sentences indexed whole (no splitter)"
+
+
+# ---- The glossary: a page of this edition only (glossary.md, _ext/book_i18n.py EDITION_PAGES) ----------------------
+GLOSSARY = ROOT / "locales" / "ja" / "glossary.md"
+
+
+def glossary_rows() -> list[list[str]]:
+    """The rows of locales/ja/glossary.md's table, as its Markdown has them: [English, 日本語, 説明]."""
+    rows = []
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and not set(cells[0]) <= set("-: ") and cells[:2] != ["English", "日本語"]:
+            rows.append(cells)
+    return rows
+
+
+def _as_html_text(markdown: str) -> str:
+    """A cell's text as the page shows it before MathJax runs: $x$ becomes \\(x\\)."""
+    return re.sub(r"\$([^$]+)\$", r"\\(\1\\)", markdown)
+
+
+def test_the_glossary_page_is_linked_from_the_landing_page_and_the_navigation():
+    assert (JA / "glossary.html").is_file(), "no ja/glossary.html: the glossary page is missing from the edition"
+    soup = _soup(JA, "glossary")
+    assert soup.find("html").get("lang") == "ja" and soup.find("h1").get_text(strip=True).startswith("用語集")
+    landing = _soup(JA, TOC["root"])
+    assert landing.select("main a[href='glossary.html']"), "the Japanese landing page does not link the glossary"
+    nav = [a["href"] for a in landing.select("nav.bd-docs-nav a.reference")]
+    assert "glossary.html" in nav and nav.index("glossary.html") == nav.index("notation.html") + 1, nav
+    # the English edition has no copy: the page's switcher opens the English landing page
+    assert not (HTML / "glossary.html").exists()
+    target = (JA / unquote(_switch(JA, "glossary")["href"])).resolve()
+    assert target == (HTML / f"{TOC['root']}.html").resolve(), target
+
+
+def test_the_glossary_page_has_every_row_with_a_japanese_gloss():
+    rows = glossary_rows()
+    assert len(rows) >= 150 and all(len(r) == 3 for r in rows), [r for r in rows if len(r) != 3][:3]
+    no_gloss = [r[0] for r in rows if r[2] in ("", "—", "-") or not CJK.search(r[2])]
+    assert not no_gloss, f"{len(no_gloss)} glossary rows without a Japanese gloss: {no_gloss[:5]}"
+    shown = _soup(JA, "glossary").select("main div.glossary-table table tbody tr")
+    cells = [[" ".join(td.get_text().split()) for td in tr.find_all("td")] for tr in shown]
+    expected = [[_as_html_text(r[0]), _as_html_text(r[1])] for r in rows]
+    assert [c[:2] for c in cells] == expected, "the page's rows (English, 日本語) differ from the glossary's"
+    for (en, _, gloss), tr, (*_, text) in zip(rows, shown, cells, strict=True):
+        assert CJK.search(text) and text not in ("—", "-"), f"{en}: the page shows no Japanese gloss ({text!r})"
+        spans = tr.find_all("td")[2].select("span.math")
+        assert len(spans) == gloss.count("$") // 2, f"{en}: {len(spans)} formulas typeset, {gloss!r}"
