@@ -121,6 +121,9 @@ OTHER_SENSE: dict[str, tuple[str | None, str]] = {
     "minimiser": (r"numerical minimiser", "an optimisation routine (最小化), not a point"),
     "admissible": (r".", "admissible (許容的) is Chapter 1's statistical term; elsewhere it means allowed: see "
                          "ADMISSIBLE_PAGES"),
+    "observation": (r"(?<!an )(?<!An )(?<!Three )(?<!Two )\bobservations?\b",
+                    "data points (観測) and remarks (観察した事実) in general; the glossary's 観察 is the kind "
+                    "of check (an observation, two or three observations, recorded as an observation)"),
 }
 MARGIN_PAGES = {"chapters/05_implicit_bias", "chapters/07_large_stepsize"}
 ADMISSIBLE_PAGES = {"chapters/01_linear_regression"}
