@@ -16,10 +16,18 @@ LaTeX build only, this post-transform
   (LaTeX gathers the references into the bibliography at the end of the book);
 - drops the reproduction report's links back to check outputs (a PDF of the book has no "cell" to go to);
 - sets the figures of exercises and solutions in place, as Sphinx does inside its own admonitions.
+
+A translated PDF edition (``language`` set, e.g. ``make pdf-ja``) takes the words this layer writes itself from its
+row of ``STRINGS`` (the chapter "About this book", the solutions appendix and its headings, the title page's author,
+and LaTeX's own names: chapter, appendix and part labels, the bibliography, the running heads), and the book's title
+and the parts' captions from the root document's catalog (the translations of the website's same messages);
+sphinx-proof's theorem names, which its LaTeX writer leaves English, from sphinx-proof's own catalog, as on the
+website. The English edition reads its row, the words it always had, and its preamble is unchanged.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +39,123 @@ from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node, solut
 from sphinxcontrib.bibtex.nodes import bibliography
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+# The words the LaTeX layer writes itself (the catalogs translate the pages, not these), by language of the edition.
+# The Japanese row uses the words of the Japanese website where it has the same thing (練習 for an exercise, as
+# sphinx-exercise's catalog, 練習問題 for the exercises, 参考文献 for the bibliography page) and a Japanese
+# textbook's forms for LaTeX's names (第1章, 付録A, 第I部). Keys other than the English row's set LaTeX names in the
+# preamble of a translated edition only (_latex_names).
+STRINGS: dict[str, dict[str, Any]] = {
+    "en": {
+        "about": "About this book",
+        "solutions": "Solutions to the exercises",
+        "solutions_intro": "The worked solutions of the exercises, chapter by chapter. On the website each one is "
+                           "folded under its exercise.",
+        "solution_to": "Solution to {exercise}",
+        "solution": "Solution",
+        "solutions_chapter": "Solutions",  # a solution whose chapter has no title
+    },
+    "ja": {
+        "about": "本書について",
+        "solutions": "練習問題の解答",
+        "solutions_intro": "練習問題の解答を章ごとにまとめる。"
+                           "ウェブサイトでは、各解答はその問題の下に折りたたまれている。",
+        "solution_to": "{exercise} の解答",
+        "solution": "解答",
+        "solutions_chapter": "解答",
+        "author": "learndyn 執筆者一同",
+        "chapter": ("第", "章"),  # 第1章: chapter heads and running heads
+        "appendix": ("付録", ""),  # 付録A
+        "part": ("第", "部"),  # 第I部
+        "bibliography": "参考文献",
+    },
+}
+
+
+def _language(config) -> str:
+    return (config.language or "en").split("_")[0]
+
+
+def _strings(config) -> dict[str, Any]:
+    return {**STRINGS["en"], **STRINGS.get(_language(config), {})}
+
+
+@cache
+def _catalog(path: Path) -> dict[str, str]:
+    """msgid -> msgstr of a .po file's translated, not fuzzy, messages (none when there is no such file)."""
+    if not path.is_file():
+        return {}
+    from babel.messages.pofile import read_po
+
+    with path.open("rb") as f:
+        return {m.id: m.string for m in read_po(f) if isinstance(m.id, str) and m.id and m.string and not m.fuzzy}
+
+
+def _translate(srcdir: str | Path, config, docname: str, text: str) -> str:
+    """``text`` as the catalog of ``docname`` translates it in this edition (itself in English)."""
+    lang = _language(config)
+    if lang == "en":
+        return text
+    for locale_dir in config.locale_dirs:
+        found = _catalog(Path(srcdir, locale_dir, lang, "LC_MESSAGES", f"{docname}.po")).get(text)
+        if found:
+            return found
+    return text
+
+
+def _latex_names(strings: dict[str, Any]) -> str:
+    """The preamble that gives LaTeX's own words in the edition's language: the chapter and appendix labels of the
+    chapter heads (fncychap's Bjarne style) and of the running heads (fancyhdr's marks in Sphinx's page style
+    "normal"), the parts' label, the bibliography's name."""
+    (chapter, chapter_after), (appendix, appendix_after) = strings["chapter"], strings["appendix"]
+    part, part_after = strings["part"]
+    return "\n".join([
+        r"\usepackage{etoolbox}\makeatletter",
+        rf"\renewcommand{{\chaptername}}{{{chapter}}}\renewcommand{{\appendixname}}{{{appendix}}}",
+        rf"\def\book@chapterafter{{{chapter_after}}}",
+        rf"\g@addto@macro\appendix{{\def\book@chapterafter{{{appendix_after}}}}}",
+        r"\def\book@chapterlabel{\@chapapp\thechapter\book@chapterafter}",
+        # the chapter head: the label between Bjarne's two rules, without its line "CHAPTER" and the number in words
+        r"\@ifpackagewith{fncychap}{Bjarne}{\renewcommand{\DOCH}{\mghrulefill{\RW}\par\nobreak"
+        r"\CNoV\book@chapterlabel\par\nobreak\vskip -1\baselineskip\vskip 5pt\mghrulefill{\RW}\par\nobreak"
+        r"\vskip 20\p@}}{}",
+        # the running heads (fancyhdr sets the marks whenever the page style "normal" starts)
+        r"\def\book@chaptermark#1{\markboth{\ifnum\c@secnumdepth>\m@ne\book@chapterlabel\quad\fi #1}{}}",
+        r"\def\book@sectionmark#1{\markright{\ifnum\c@secnumdepth>\z@\thesection\quad\fi #1}}",
+        r"\g@addto@macro\ps@normal{\let\chaptermark\book@chaptermark\let\sectionmark\book@sectionmark}",
+        # the part's label, in report's \@part, which hyperref and nameref wrap (\@part -> \H@old@part -> \NR@part)
+        rf"\def\book@partlabel{{{part}\thepart{{}}{part_after}}}",  # {}: XeTeX reads a CJK letter into a name
+        *(rf"\patchcmd{{{cmd}}}{{\partname\nobreakspace\thepart}}{{\book@partlabel}}{{\def\book@partdone{{}}}}{{}}"
+          for cmd in (r"\@part", r"\H@old@part", r"\NR@part")),
+        r"\@ifundefined{book@partdone}{\typeout{BOOK-WARNING: the part label is not in the edition's language}}{}",
+        rf"\renewcommand{{\bibname}}{{{strings['bibliography']}}}",
+        r"\makeatother",
+    ])
+
+
+def _latex_for_language(app, config) -> None:
+    """A translated PDF edition: LaTeX's names in its language, in the preamble (config-inited: the LaTeX builder
+    reads latex_elements when it starts)."""
+    lang = _language(config)
+    if lang == "en" or lang not in STRINGS or config.latex_engine != "xelatex":
+        return
+    elements = dict(config.latex_elements or {})
+    elements["preamble"] = elements.get("preamble", "") + "\n" + _latex_names(_strings(config))
+    config.latex_elements = elements
+
+
+def _title_page_for_language(app, env) -> None:
+    """A translated PDF edition: the title page's (and the running head's, and the PDF's metadata) title, the root
+    document's title as its catalog translates it (as on the website), and its author (env-updated: after Jupyter
+    Book has set the title from _config.yml, before the builder reads latex_documents when it writes)."""
+    config = app.config
+    lang = _language(config)
+    if app.builder.name != "latex" or lang == "en" or lang not in STRINGS or config.latex_engine != "xelatex":
+        return
+    strings = _strings(config)
+    config.latex_documents = [
+        (start, target, _translate(app.srcdir, config, start, title), strings.get("author", author), *rest)
+        for start, target, title, author, *rest in config.latex_documents]
 
 
 def _raw(tex: str) -> nodes.raw:
@@ -160,7 +285,7 @@ class BookStructure(SphinxPostTransform):
         if not own:
             return
         about = nodes.section(ids=["about-this-book"])
-        about += nodes.title(text="About this book")
+        about += nodes.title(text=_strings(self.env.config)["about"])
         for child in own:
             top.remove(child)
             about += child
@@ -180,6 +305,7 @@ class BookStructure(SphinxPostTransform):
             first = files[present[0]]
             if numbered:
                 tex = r"\setcounter{secnumdepth}{2}" if not seen_numbered else ""
+                caption = _translate(self.env.srcdir, self.env.config, self.env.config.root_doc, caption)
                 tex += rf"\part{{{caption}}}"
                 seen_numbered = True
             elif seen_numbered:  # back matter after the numbered parts
@@ -211,14 +337,14 @@ class SolutionsAppendix(SphinxPostTransform):
         if not solutions:
             return
         registry = getattr(self.env, "sphinx_exercise_registry", {})
+        strings = _strings(self.env.config)
         top = next(iter(self.document.findall(nodes.section)))
         appendix = nodes.section(ids=["solutions-to-the-exercises"])
-        appendix += nodes.title(text="Solutions to the exercises")
-        appendix += nodes.paragraph(text="The worked solutions of the exercises, chapter by chapter. On the website "
-                                         "each one is folded under its exercise.")
+        appendix += nodes.title(text=strings["solutions"])
+        appendix += nodes.paragraph(text=strings["solutions_intro"])
         by_chapter: dict[str, nodes.section] = {}
         for sol in solutions:
-            chapter = chapter_of.get(id(sol), "Solutions")
+            chapter = chapter_of.get(id(sol), strings["solutions_chapter"])
             if chapter not in by_chapter:
                 by_chapter[chapter] = nodes.section(ids=[f"solutions-{len(by_chapter)}"])
                 by_chapter[chapter] += nodes.title(text=chapter)
@@ -232,12 +358,31 @@ class SolutionsAppendix(SphinxPostTransform):
             if entry is not None:
                 by_chapter[chapter] += _raw(f"\\phantomsection\\label{{{entry.get('docname')}:{sol['label']}}}")
             heading = nodes.paragraph(ids=list(sol.get("ids", [])), classes=["solution-heading"])
-            heading += nodes.strong(text=f"Solution to {exercise}" if exercise else "Solution")
+            heading += nodes.strong(text=strings["solution_to"].format(exercise=exercise) if exercise
+                                    else strings["solution"])
             by_chapter[chapter] += heading
             by_chapter[chapter].extend(c for c in sol.children if not isinstance(c, nodes.title))
         if not any(isinstance(n, nodes.raw) and "\\appendix" in n.astext() for n in self.document.findall(nodes.raw)):
             top += _raw(r"\appendix")
         top += appendix
+
+
+class ProofNames(SphinxPostTransform):
+    """A translated edition: the names of sphinx-proof's theorems, lemmas, remarks ... in its language, from
+    sphinx-proof's catalog as on the website (its LaTeX writer prints the English name: ``realtype.title()``)."""
+
+    builders = ("latex",)
+    default_priority = 900  # after the references are resolved (their text comes from the domain, translated)
+
+    def run(self, **kwargs: Any) -> None:
+        if _language(self.env.config) == "en":
+            return
+        from sphinx.locale import get_translation
+
+        translate = get_translation("proof")
+        for node in self.document.findall(nodes.Element):
+            if type(node).__module__.startswith("sphinx_proof") and node.get("realtype"):
+                node["realtype"] = str(translate(node["realtype"].title()))
 
 
 def _no_floats_inside(app) -> None:
@@ -263,5 +408,8 @@ def _no_floats_inside(app) -> None:
 def setup(app) -> dict[str, Any]:
     app.add_post_transform(BookStructure)
     app.add_post_transform(SolutionsAppendix)
+    app.add_post_transform(ProofNames)
+    app.connect("config-inited", _latex_for_language)
+    app.connect("env-updated", _title_page_for_language)
     app.connect("builder-inited", _no_floats_inside)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
