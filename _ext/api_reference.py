@@ -23,6 +23,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sphinx.locale import _
+
 PROOF = ("thm", "prop", "lem", "cor", "def", "rem", "alg", "conj")   # sphinx-proof labels: {prf:ref}
 LABEL = re.compile(r"`((?:eq|thm|prop|lem|cor|def|rem|alg|conj|ex|sec|ch|fig|tab)-[A-Za-z0-9_-]+)`")
 CODE = re.compile(r"``(.+?)``|`([^`]+)`")
@@ -208,8 +210,8 @@ def link_first_uses(body: str, uri: Any, pages: Any = None) -> str:
         if target is None or (pages is not None and target[0] not in pages):
             return m.group(0)
         seen.add(key)
-        return f'<a class="api-link" href="{uri(target[0])}#{target[1]}" title="learndyn.{key[0]}.{key[1]} in the ' \
-               f'API reference">{m.group(0)}</a>'
+        title = str(_("%s in the API reference")) % f"learndyn.{key[0]}.{key[1]}"  # ja: _ext/book_i18n.py SITE_WORDS
+        return f'<a class="api-link" href="{uri(target[0])}#{target[1]}" title="{title}">{m.group(0)}</a>'
 
     return USE.sub(link, body)
 

@@ -123,11 +123,19 @@ def _colab_button_opens_the_colab_edition(app, pagename, templatename, context, 
 
 
 def snapshot_note(url: str | None) -> str:
-    link = (f' <a class="widget-snapshot__colab" href="{html.escape(url)}" target="_blank" rel="noopener">'
-            'Run it on Colab</a> to explore.') if url else " Run the chapter's notebook to explore."
-    return ('<p class="widget-snapshot__note" role="note"><span class="widget-snapshot__badge">Static snapshot</span> '
-            'The controls below do not recompute here: the picture was drawn when the book was built, at the '
-            f'initial settings.{link}</p>')
+    """The note over a widget's snapshot, in the edition's words (each sentence a message of Sphinx's catalog: the
+    English is the message, a translated edition's words are in _ext/book_i18n.py SITE_WORDS)."""
+    from sphinx.locale import _
+
+    if url:
+        anchor = f'<a class="widget-snapshot__colab" href="{html.escape(url)}" target="_blank" rel="noopener">'
+        link = str(_("%(link)sRun it on Colab%(end)s to explore.")) % {"link": anchor, "end": "</a>"}
+    else:
+        link = str(_("Run the chapter's notebook to explore."))
+    badge, text = _("Static snapshot"), _("The controls below do not recompute here: the picture was drawn when the "
+                                          "book was built, at the initial settings.")
+    return f'<p class="widget-snapshot__note" role="note"><span class="widget-snapshot__badge">{badge}</span> {text} ' \
+           f'{link}</p>'
 
 
 _TEX_SYMBOLS = {

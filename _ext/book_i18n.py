@@ -32,13 +32,30 @@ In a translated build (``language`` set, e.g. ``make book-ja``):
   ``_toc.yml``), and ends the landing page's paragraph that links that page with a sentence linking the new one.
   The language switcher of such a page links the other edition's landing page (_ext/book_html.py).
 
+- The words of the site's interface that no page source holds, in the edition's language (``SITE_WORDS``): the
+  sidebar's part captions (the toctree of ``_toc.yml``, which sphinx-external-toc inserts after Sphinx's Locale
+  transform has translated the page, so they are looked up here in the root document's catalog, as the PDF's
+  parts are), the book's title in the header and the tab (also from that catalog), the author in the footer
+  (``_ext/book_latex.py``'s STRINGS, as on the PDF's title page), the title of every solution (sphinx-exercise's
+  "Solution", which its catalog lacks: STRINGS' ``solution``, as in the PDF), myst-nb's code-cell toggles ("Show
+  code cell source": ``nb_code_prompt_show`` is set to the bare ``{type}`` and a post-transform writes the
+  table's words for each type; its ``aria-label``, which myst-nb writes verbatim, too), the search field's
+  placeholder and the footer's line (theme options), and English of the themes and extensions that their own
+  ``ja`` catalogs lack (tooltips of the header's buttons and of the heading links, the widgets' snapshot note,
+  the links to the API reference): a table per message catalog, put ahead of the installed catalogs of that
+  domain (config-inited), so that Sphinx's ``_()`` and the themes' templates find them. The sidebar toggles'
+  tooltips, fixed English in sphinx-book-theme's templates, go through ``_()`` in the translated build's own
+  copies of those two templates (``_ext/templates/translated``).
+
 None of this runs in the English build (no ``language`` or ``en``, and not the gettext builder), whose doctrees
 and pages are unchanged.
 """
 
 from __future__ import annotations
 
+import gettext
 import re
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
@@ -57,6 +74,59 @@ API_NOTE = {"ja": "この API リファレンスは英語のまま掲載して�
 EDITION_PAGES = {
     "ja": {"glossary": ("notation", ("専門用語の訳語とその英語の原語、意味は", "用語集", "にまとめてある。"))},
 }
+
+# The words of the site's interface in each translated edition (what no page source holds; see the module's doc).
+# "catalogs": English message -> translation, per Sphinx message catalog (domain) it is looked up in: "sphinx" for
+# Sphinx's writers, the themes' templates and this book's extensions (``sphinx.locale._``), "booktheme" for
+# sphinx-book-theme's buttons; sphinx-exercise's "Solution" comes from _ext/book_latex.py's STRINGS (_site_words).
+# "theme": html_theme_options. "code_prompts": myst-nb's toggle of a folded cell, (show, hide) by the part it folds.
+SITE_WORDS: dict[str, dict[str, Any]] = {
+    "ja": {
+        "catalogs": {
+            "sphinx": {
+                "Link to this heading": "この見出しへのリンク",
+                "Link to this definition": "この定義へのリンク",
+                "Link to this equation": "この式へのリンク",
+                "Link to this image": "この画像へのリンク",
+                "Link to this table": "この表へのリンク",
+                "Link to this code": "このコードへのリンク",
+                "Color mode": "カラーモード",
+                "System Settings": "システム設定",
+                "Toggle primary sidebar": "ナビゲーションの表示を切り替え",
+                "Toggle secondary sidebar": "ページの目次の表示を切り替え",
+                "Toggle hidden content": "折りたたまれた内容の表示を切り替え",
+                # _ext/api_reference.py: the title of a link from a chapter to a function's entry
+                "%s in the API reference": "API リファレンスの %s",
+                # _ext/book_html.py: the note over a widget's static snapshot
+                "Static snapshot": "静的スナップショット",
+                "The controls below do not recompute here: the picture was drawn when the book was built, at the "
+                "initial settings.": "ここでは下の操作部品を動かしても再計算されない。図は本書のビルド時に初期設定で"
+                                     "描いたものである。",
+                "%(link)sRun it on Colab%(end)s to explore.": "%(link)sColab で実行%(end)sすると試せる。",
+                "Run the chapter's notebook to explore.": "章のノートブックを実行すると試せる。",
+            },
+            "booktheme": {
+                "Repository": "リポジトリ",
+                "Open issue": "問題を報告",
+                "Source repositories": "ソースリポジトリ",
+                "Launch interactive content": "インタラクティブに実行",
+                "Launch on": "起動先:",  # the theme writes "Launch on" + " Colab"
+            },
+        },
+        "theme": {
+            "search_bar_text": "この本を検索...",
+            "extra_footer": "本書の結果はすべて本文で導出し、シミュレーションと導出が食い違えば失敗するコードで"
+                            "検証している。",
+        },
+        "code_prompts": {
+            "source": ("コードを表示", "コードを隠す"),
+            "content": ("セルを表示", "セルを隠す"),
+            "output": ("出力を表示", "出力を隠す"),
+            "outputs": ("出力を表示", "出力を隠す"),
+        },
+    },
+}
+TRANSLATED_TEMPLATES = Path(__file__).parent / "templates" / "translated"
 
 
 # The LaTeX settings of a translated PDF edition, over the English edition's (config-inited; only with xelatex).
@@ -105,6 +175,111 @@ def _edition_pages(app, config) -> None:
         tree.items.insert(tree.items.index(after) + 1, FileItem(page))
         site_map[page] = Document(page)
         config.exclude_patterns = [p for p in config.exclude_patterns if p not in (page, f"{page}.md")]
+
+
+class _Words(gettext.NullTranslations):
+    """A message catalog from a table, ahead of the catalog installed for the same domain (its fallback)."""
+
+    def __init__(self, words: dict[str, str], installed: gettext.NullTranslations) -> None:
+        super().__init__()
+        self.words = words
+        self.add_fallback(installed)
+
+    def gettext(self, message: str) -> str:
+        return self.words.get(message) or super().gettext(message)
+
+
+def _site_words(app, config) -> None:
+    """A translated edition's interface words (SITE_WORDS): the catalogs' tables ahead of the installed ones (before
+    the HTML builder gives its templates Sphinx's catalog), the theme's options, the title, the author, the code
+    toggles' configuration and the translated templates."""
+    lang = (config.language or "en").split("_")[0]
+    if lang == "en" or lang not in SITE_WORDS:
+        return
+    from book_latex import STRINGS, _translate
+    from sphinx import locale
+
+    words = SITE_WORDS[lang]
+    catalogs = {**words["catalogs"], "exercise": {"Solution": STRINGS[lang]["solution"]}}
+    for catalog, table in catalogs.items():
+        key = ("general", catalog)
+        _INSTALLED.setdefault(key, locale.translators[key])
+        locale.translators[key] = _Words(table, _INSTALLED[key])
+        if catalog == "sphinx":
+            app.translator = locale.translators[key]
+    config.html_theme_options = {**(config.html_theme_options or {}), **words["theme"]}
+    if config.html_title:
+        config.html_title = _translate(app.srcdir, config, config.root_doc, config.html_title)
+    config.author = STRINGS[lang].get("author", config.author)
+    config.nb_code_prompt_show = config.nb_code_prompt_hide = "{type}"  # the table's words by type: CodePrompts
+    config.templates_path = [str(TRANSLATED_TEMPLATES), *config.templates_path]
+
+
+_INSTALLED: dict[tuple[str, str], gettext.NullTranslations] = {}  # the catalogs that _site_words put a table ahead of
+
+
+def _installed_words(app, exception) -> None:
+    """Sphinx's catalogs as they were (build-finished): its translators are global, and another build in the same
+    process (another language, English) must not find this edition's words."""
+    from sphinx import locale
+
+    for key, installed in _INSTALLED.items():
+        locale.translators[key] = installed
+    _INSTALLED.clear()
+
+
+class PartCaptions(SphinxTransform):
+    """In a translated build, the captions of the toctrees that sphinx-external-toc inserts (its InsertToctrees,
+    priority 100, after the Locale transform): the sidebar's part names, from the document's catalog."""
+
+    default_priority = 110
+
+    def apply(self, **kwargs: Any) -> None:
+        if not _translated(self.app):
+            return
+        from book_latex import _translate
+
+        for toctree in self.document.findall(addnodes.toctree):
+            if toctree.get("caption"):
+                toctree["caption"] = _translate(self.env.srcdir, self.config, self.env.docname, toctree["caption"])
+
+
+class CodePrompts(SphinxPostTransform):
+    """In a translated build, the toggle of each folded code cell in the edition's words: myst-nb's HideInputCells
+    (priority 199) has put the part it folds (source, outputs, ...) in place of the prompt's ``{type}``."""
+
+    default_priority = 200
+    formats = ("html",)
+
+    def run(self, **kwargs: Any) -> None:
+        lang = (self.config.language or "en").split("_")[0]
+        if not _translated(self.app) or lang not in SITE_WORDS:
+            return
+        from myst_nb.sphinx_ import HideCodeCellNode
+
+        prompts = SITE_WORDS[lang]["code_prompts"]
+        for node in self.document.findall(HideCodeCellNode):
+            if node["prompt_show"] in prompts:
+                node["prompt_show"], node["prompt_hide"] = prompts[node["prompt_show"]]
+
+
+def _visit_folded_code(self, node) -> None:
+    """myst-nb's opening of a folded cell, with its summary's aria-label through the catalog (it writes English)."""
+    from myst_nb.sphinx_ import visit_HideCellInput
+    from sphinx.locale import _
+
+    start = len(self.body)
+    visit_HideCellInput(self, node)
+    label = 'aria-label="Toggle hidden content"'
+    self.body[start:] = [part.replace(label, f'aria-label="{_("Toggle hidden content")}"')
+                         for part in self.body[start:]]
+
+
+def _folded_code_label(app, config) -> None:
+    if (config.language or "en").split("_")[0] in SITE_WORDS:
+        from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+        app.add_node(HideCodeCellNode, override=True, html=(_visit_folded_code, depart_HideCellInput))
 
 
 class EditionPageLinks(SphinxTransform):
@@ -252,6 +427,11 @@ def setup(app) -> dict[str, Any]:
     app.connect("config-inited", _latex_for_language)
     app.add_transform(NotMessages)
     app.add_transform(EditionPageLinks)
+    app.add_transform(PartCaptions)
+    app.add_post_transform(CodePrompts)
+    app.connect("config-inited", _site_words, priority=950)  # after sphinx-external-toc sets root_doc (900)
+    app.connect("config-inited", _folded_code_label)
+    app.connect("build-finished", _installed_words)
     app.connect("config-inited", _edition_pages, priority=950)  # after sphinx-external-toc's (900)
     app.add_post_transform(ExerciseTitleMessages)
     app.connect("doctree-resolved", _translated_edition, priority=800)  # after the generated pages' handlers

@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+import posixpath
 import re
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -190,3 +192,113 @@ def test_the_glossary_page_has_every_row_with_a_japanese_gloss():
         assert CJK.search(text) and text not in ("—", "-"), f"{en}: the page shows no Japanese gloss ({text!r})"
         spans = tr.find_all("td")[2].select("span.math")
         assert len(spans) == gloss.count("$") // 2, f"{en}: {len(spans)} formulas typeset, {gloss!r}"
+
+
+# ---- The site's own words (_ext/book_i18n.py SITE_WORDS): what no page source holds -------------------------------
+sys.path.insert(0, str(ROOT / "_ext"))
+from book_i18n import SITE_WORDS  # noqa: E402
+from book_latex import STRINGS  # noqa: E402
+
+TITLE = yaml.safe_load((ROOT / "_config.yml").read_text())["title"]
+INTRO_PO = ROOT / "locales" / "ja" / "LC_MESSAGES" / f"{TOC['root']}.po"
+PARTS = [p["caption"] for p in TOC["parts"] if p.get("caption")]
+# English that a Japanese page keeps in its frame (header, sidebars, footer) on purpose: the switcher names the other
+# edition in its own language (lang="en"), file types and product names on buttons, the keyboard shortcut's keys, the
+# conventional copyright line; screen readers' landmark names of the themes' fixed markup (not shown). The sidebar's
+# entries of the API reference are its pages' English titles (ENGLISH_PAGES), and a page's contents list the headings
+# it keeps English on purpose (lang="en": generated text), as the printed copy of an English page's title does;
+# formulas are not words.
+FRAME_ENGLISH = {"English", "Read this page in English", "Colab", "Colab logo", ".ipynb", ".md", ".pdf", "Ctrl", "K",
+                 "© Copyright 2026.", "Main", "Page"}
+UI_ATTRIBUTES = ("title", "aria-label", "placeholder", "data-bs-title", "alt")
+
+
+@functools.cache
+def _intro_catalog() -> dict[str, str]:
+    from babel.messages.pofile import read_po
+
+    with INTRO_PO.open("rb") as f:
+        return {m.id: m.string for m in read_po(f) if isinstance(m.id, str) and m.string and not m.fuzzy}
+
+
+def _latin_only(text: str) -> bool:
+    return bool(re.search(r"[A-Za-z]{2}", text)) and not CJK.search(text)
+
+
+@pytest.mark.parametrize("page", BUILT)
+def test_the_sidebar_names_the_parts_in_japanese(page):
+    """The sidebar's part captions (_toc.yml's, inserted by sphinx-external-toc after Sphinx translated the page) are
+    the part names of the landing page's catalog, as in the PDF."""
+    catalog = _intro_catalog()
+    expected = [catalog.get(c) for c in PARTS]
+    assert all(expected), f"{INTRO_PO.name} lacks a part name: {dict(zip(PARTS, expected, strict=True))}"
+    shown = [" ".join(c.get_text().split()) for c in _soup(JA, page).select("nav.bd-docs-nav p.caption")]
+    assert shown == expected, f"ja/{page}: the sidebar's parts are {shown}"
+
+
+def _links_english(soup, page: str, el) -> bool:
+    """Whether el is (in) a link to a page or a heading that is English on purpose."""
+    link = el if el.name == "a" else el.find_parent("a")
+    if link is None or not link.get("href"):
+        return False
+    url = urlparse(link["href"])
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(page), url.path)).removesuffix(".html") \
+        if url.path else page
+    if target in ENGLISH_PAGES:
+        return True
+    section = soup.find(id=url.fragment) if url.fragment and target == page else None
+    heading = section.find(re.compile("^h[1-6]$")) if section is not None else None
+    return heading is not None and heading.get("lang") == "en"
+
+
+@pytest.mark.parametrize("page", BUILT)
+def test_the_frame_of_every_page_is_japanese(page):
+    """Outside the article (header, sidebars, footer), no text and no tooltip or label is English but FRAME_ENGLISH
+    and the other edition's switcher: the title, the author, the footer's line, the search field, the buttons."""
+    soup = _soup(JA, page)
+    article = soup.find("article")
+    english = set()
+    for el in soup.body.find_all(True):
+        if el is article or el.find_parent("article") or el.get("lang") == "en" or el.find_parent(lang="en"):
+            continue
+        if "math" in (el.get("class") or []) or el.find_parent(class_="math") or _links_english(soup, page, el):
+            continue
+        if page in ENGLISH_PAGES and (el.get("id") == "jb-print-docs-body" or el.find_parent(id="jb-print-docs-body")):
+            continue  # the title and contents that a printed page repeats
+        if el.name not in ("script", "style", "code", "kbd"):
+            texts = [s for s in el.find_all(string=True, recursive=False) if type(s).__name__ == "NavigableString"]
+            english |= {t for t in (" ".join(s.split()) for s in texts) if _latin_only(t)}
+        english |= {v for a in UI_ATTRIBUTES if isinstance(v := el.get(a), str) and _latin_only(v)}
+    english -= FRAME_ENGLISH
+    assert not english, f"ja/{page}: English in the page's frame: {sorted(english)}"
+    title = _intro_catalog()[TITLE]
+    assert soup.title.get_text().endswith(title) and soup.select_one(".logo__title").get_text(strip=True) == title
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_the_chapters_own_interface_is_japanese(page):
+    """In the article: every solution's title is 解答 (sphinx-exercise's "Solution"; STRINGS, as in the PDF), every
+    folded code cell's toggle and its label are Japanese (myst-nb's "Show code cell source"), and so are the
+    headings' link tooltips, the links to the API reference and the widgets' snapshot note."""
+    main = _soup(JA, page).find("main")
+    titles = [t.get_text(strip=True) for t in main.select(".solution > p.admonition-title")]
+    assert "Solution" not in titles and all(t == STRINGS["ja"]["solution"] for t in titles), f"ja/{page}: {titles}"
+    prompts = {" ".join(p.get_text().split()) for p in main.select("details.hide > summary p.admonition-title")}
+    words = {w for pair in SITE_WORDS["ja"]["code_prompts"].values() for w in pair}
+    assert prompts <= words, f"ja/{page}: code-cell toggles {sorted(prompts - words)}"
+    text = main.get_text(" ")
+    for english in ("Show code cell", "Hide code cell", "Static snapshot", "Run it on Colab"):
+        assert english not in text, f"ja/{page}: {english!r}"
+    labels = {el.get(a) for a in ("title", "aria-label") for el in main.select(f"[{a}]")}
+    fixed = {"Toggle hidden content", "Link to this heading", "Link to this equation", "Link to this image",
+             "Link to this table", "Link to this code"}
+    assert not labels & fixed, f"ja/{page}: {sorted(labels & fixed)}"
+    assert not [v for v in labels if v and v.endswith("in the API reference")], f"ja/{page}: English API link titles"
+
+
+def test_the_chapters_have_the_translated_interface():
+    """The checks above see something: solutions, folded cells and API links on the chapters' pages."""
+    mains = [_soup(JA, p).find("main") for p in CHAPTERS]
+    assert sum(len(m.select(".solution > p.admonition-title")) for m in mains) >= 20
+    assert sum(len(m.select("details.hide > summary")) for m in mains) >= 20
+    assert any(m.select("a.api-link[title^='API リファレンスの']") for m in mains)
