@@ -182,7 +182,8 @@ def _message(catalog: Catalog, english: str, prose: bool, proof: str | None = No
 def translate_myst(text: str, catalog: Catalog, book: str | Path, proof: bool = False) -> str:
     """`text` (MyST markdown, e.g. a notebook's markdown cell) with every prose block translated from `catalog`.
 
-    proof: `text` is the body of a ``{prf:proof}``, whose first paragraph is the message ``Proof. ...``.
+    proof: `text` is the body of a proof directive (sphinx-proof's prf:proof), whose first paragraph is the message
+    ``Proof. ...``.
     """
     lines = text.split("\n")
     edits: list[tuple[int, int, list[str]]] = []  # (first line, end line, new lines)
