@@ -29,6 +29,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from book_latex import _language
 from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
@@ -61,7 +62,7 @@ SPECIAL_PAGES = ("genindex", "search")  # written by the HTML builder in every e
 
 def edition(config) -> str:
     """The edition a build makes: its language when the site has such an edition, else English."""
-    lang = (config.language or "en").split("_")[0]
+    lang = _language(config)
     return lang if lang in EDITIONS else "en"
 
 

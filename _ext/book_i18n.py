@@ -58,6 +58,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from book_latex import _language
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
@@ -148,7 +149,7 @@ LATEX_DOCCLASS = {"manual": "report", "howto": "article"}  # not jsbook (pLaTeX'
 
 
 def _latex_for_language(app, config) -> None:
-    lang = (config.language or "en").split("_")[0]
+    lang = _language(config)
     if lang not in LATEX_ELEMENTS or config.latex_engine != "xelatex":
         return
     elements = dict(config.latex_elements or {})
@@ -164,7 +165,7 @@ def _latex_for_language(app, config) -> None:
 def _edition_pages(app, config) -> None:
     """A translated edition's own pages into its table of contents (after sphinx-external-toc's parse_toc_to_env,
     which excluded them as files outside _toc.yml)."""
-    lang = (config.language or "en").split("_")[0]
+    lang = _language(config)
     site_map = getattr(config, "external_site_map", None)
     if lang == "en" or lang not in EDITION_PAGES or site_map is None:
         return
@@ -193,7 +194,7 @@ def _site_words(app, config) -> None:
     """A translated edition's interface words (SITE_WORDS): the catalogs' tables ahead of the installed ones (before
     the HTML builder gives its templates Sphinx's catalog), the theme's options, the title, the author, the code
     toggles' configuration and the translated templates."""
-    lang = (config.language or "en").split("_")[0]
+    lang = _language(config)
     if lang == "en" or lang not in SITE_WORDS:
         return
     from book_latex import STRINGS, _translate
@@ -252,7 +253,7 @@ class CodePrompts(SphinxPostTransform):
     formats = ("html",)
 
     def run(self, **kwargs: Any) -> None:
-        lang = (self.config.language or "en").split("_")[0]
+        lang = _language(self.config)
         if not _translated(self.app) or lang not in SITE_WORDS:
             return
         from myst_nb.sphinx_ import HideCodeCellNode
@@ -276,7 +277,7 @@ def _visit_folded_code(self, node) -> None:
 
 
 def _folded_code_label(app, config) -> None:
-    if (config.language or "en").split("_")[0] in SITE_WORDS:
+    if _language(config) in SITE_WORDS:
         from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
 
         app.add_node(HideCodeCellNode, override=True, html=(_visit_folded_code, depart_HideCellInput))
@@ -289,7 +290,7 @@ class EditionPageLinks(SphinxTransform):
     default_priority = 25
 
     def apply(self, **kwargs: Any) -> None:
-        lang = (self.config.language or "en").split("_")[0]
+        lang = _language(self.config)
         if not _translated(self.app) or self.env.docname != self.config.root_doc or lang not in EDITION_PAGES:
             return
         for page, (after, (before, text, rest)) in EDITION_PAGES[lang].items():
@@ -389,7 +390,7 @@ def _translated_edition(app, doctree: nodes.document, docname: str) -> None:
     marked as such, the API pages' note, the edition's PDF link."""
     if not _translated(app):
         return
-    lang = app.config.language.split("_")[0]
+    lang = _language(app.config)
     _mark_generated_english(doctree)  # what extensions added since reading (the exercise index's counts)
     if docname.startswith("api/") and lang in API_NOTE:
         section = next(iter(doctree.findall(nodes.section)), None)
