@@ -431,3 +431,17 @@ def test_robust_summary_counts_each_claim_at_each_seed(tmp_path):
     (base / "seed-2" / "01_x.json").write_text(json.dumps([{**claim, "name": "a"}]))
     out = robust.summarise(["01_x"], [1, 2], base)
     assert out["chapters"]["01_x"] == {"a": [True, True], "b": [False, None]}
+
+
+def test_resolution_of_long_arrays_is_the_full_search():
+    """Past 4096 values close_resolution searches the elements that can cross first; the number is the full one."""
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        n = int(rng.integers(4097, 20000))
+        e = rng.normal(size=n) * 10.0 ** rng.uniform(-2, 2, size=n)
+        e[rng.random(n) < 0.05] = 0.0
+        rtol = float(rng.choice([0.0, 10 ** rng.uniform(-6, -0.1)]))
+        atol = float(rng.choice([0.0, 10 ** rng.uniform(-6, 0)])) if rtol else float(10 ** rng.uniform(-4, 0))
+        m = e + rng.uniform(-1, 1, size=n) ** int(rng.integers(1, 8)) * (atol + rtol * np.abs(e))
+        full = max(checks._first_failure(m - e, e, s, rtol, atol) for s in (1.0, -1.0))
+        assert checks.close_resolution(m, e, rtol, atol) == full

@@ -324,8 +324,8 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     cap = min(iters, n)
     B = torch.empty(cap, n, dtype=torch.float64, device=V.device)  # orthonormal basis, one row per vector
     W = torch.empty_like(B)  # its images, rows H q
-    T = torch.zeros(cap, cap, dtype=torch.float64, device=V.device)
-    G = torch.zeros_like(T)
+    T = np.zeros((cap, cap))  # the small matrices live in numpy on the host: an m x m eigensolve there costs
+    G = np.zeros_like(T)  # a tenth of torch's, and the stopping test runs one per product
     # vectors to orthogonalise, each with its coefficients against the first rows of B when already known (a
     # product's B^T w, computed for T, is the first Gram-Schmidt pass of the same vector)
     pending: list[tuple[torch.Tensor, torch.Tensor | None]] = [(v, None) for v in torch.linalg.qr(V.double())[0].T]
@@ -345,17 +345,19 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
         q = q / norm
         w = matvec(q.to(dt)).double()
         B[m], W[m] = q, w
-        bw, wqw = B[: m + 1] @ w, W[: m + 1] @ torch.stack([q, w], dim=1)  # one pass over each buffer
-        col = 0.5 * (bw + wqw[:, 0])  # (q_i^T H q_m + q_m^T H q_i) / 2
+        # two matrix-vector products each (a product with an (n, 2) block takes several times as long)
+        bw, wq, ww = B[: m + 1] @ w, W[: m + 1] @ q, W[: m + 1] @ w
+        col = (0.5 * (bw + wq)).cpu().numpy()  # (q_i^T H q_m + q_m^T H q_i) / 2
         T[: m + 1, m], T[m, : m + 1] = col, col
-        G[: m + 1, m], G[m, : m + 1] = wqw[:, 1], wqw[:, 1]
+        col = ww.cpu().numpy()
+        G[: m + 1, m], G[m, : m + 1] = col, col
         m += 1
         pending.append((w, bw))
         if tol > 0 and m >= k and starts_left <= 0 and m < iters:
             theta, S = _ritz_small(T[:m, :m], k)
-            res2 = torch.einsum("ij,ik,kj->j", S, G[:m, :m], S) - theta**2
-            screen = res2.clamp_min(0).sqrt() / theta.abs().clamp_min(1e-300)
-            if screen[0] <= 2 * tol and torch.all(screen[1:] <= 2 * tol_rest):
+            res2 = np.einsum("ij,ik,kj->j", S, G[:m, :m], S) - theta**2
+            screen = np.sqrt(np.maximum(res2, 0.0)) / np.maximum(np.abs(theta), 1e-300)
+            if screen[0] <= 2 * tol and np.all(screen[1:] <= 2 * tol_rest):
                 res = _ritz_residuals(B[:m], W[:m], theta, S)
                 if res[0] <= tol and np.all(res[1:] <= tol_rest):
                     done = True
@@ -365,19 +367,20 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     theta, S = _ritz_small(T[:m, :m], k)
     res = _ritz_residuals(B[:m], W[:m], theta, S)
     done = done or (tol > 0 and bool(res[0] <= tol and np.all(res[1:] <= tol_rest)))
-    return theta.cpu().numpy(), (S.T @ B[:m]).T.to(dt), res, m, done
+    return theta, (torch.as_tensor(S.T, device=B.device) @ B[:m]).T.to(dt), res, m, done
 
 
-def _ritz_small(T: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _ritz_small(T: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The top-k eigenpairs (theta, s) of the projected matrix T (m, m), by value."""
-    evals, S = torch.linalg.eigh(T)
-    top = torch.argsort(evals, descending=True)[:k]
+    evals, S = np.linalg.eigh(T)
+    top = np.argsort(evals)[::-1][:k]
     return evals[top], S[:, top]
 
 
-def _ritz_residuals(B: torch.Tensor, W: torch.Tensor, theta: torch.Tensor, S: torch.Tensor) -> np.ndarray:
+def _ritz_residuals(B: torch.Tensor, W: torch.Tensor, theta: np.ndarray, S: np.ndarray) -> np.ndarray:
     """||H y - theta y|| / |theta| for the Ritz vectors y = B^T s (B, W: one row per vector), from the vectors."""
-    return ((S.T @ W - theta[:, None] * (S.T @ B)).norm(dim=1) / theta.abs().clamp_min(1e-300)).cpu().numpy()
+    St, th = torch.as_tensor(S.T, device=B.device), torch.as_tensor(theta, device=B.device)
+    return ((St @ W - th[:, None] * (St @ B)).norm(dim=1) / th.abs().clamp_min(1e-300)).cpu().numpy()
 
 
 def _lanczos(matvec: Callable, n: int, k: int, iters: int, v0: torch.Tensor, tol: float,

@@ -387,9 +387,27 @@ def close_resolution(measured: Any, expected: Any, rtol: float, atol: float) -> 
     m, e = np.broadcast_arrays(np.asarray(measured, dtype=float), np.asarray(expected, dtype=float))
     m, e = m.ravel(), e.ravel()
     d = m - e
-    if np.any(np.abs(d) > atol + rtol * np.abs(e)):
+    room = atol + rtol * np.abs(e)
+    if np.any(np.abs(d) > room):
         return 0.0
-    return max(_first_failure(d, e, s, rtol, atol) for s in (1.0, -1.0))
+    if d.size <= 4096:
+        return max(_first_failure(d, e, s, rtol, atol) for s in (1.0, -1.0))
+    # The checks of whole trajectories pass millions of values; the exact search is needed only where the smallest
+    # crossing can be. For either sign, |d - s delta e| <= |d| + delta |e| and |1 + s delta| >= 1 - delta give
+    # g_s <= 0 up to low = (room - |d|) / (|e| (1 + rtol)), a lower bound of the element's crossing. So search the
+    # 4096 elements of smallest low first: if their smallest crossing is at most every other element's low, it is
+    # the smallest of all (the same number as a search over every element); otherwise search them all.
+    ae = np.abs(e)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low = np.where(ae > 0, (room - np.abs(d)) / (ae * (1 + rtol)), np.inf)
+    first = np.argpartition(low, 4096)
+    head, rest = first[:4096], first[4096:]
+    floor = float(np.min(low[rest]))
+    result = 0.0
+    for s in (1.0, -1.0):
+        found = _first_failure(d[head], e[head], s, rtol, atol)
+        result = max(result, found if found <= floor else _first_failure(d, e, s, rtol, atol))
+    return result
 
 
 def _first_failure(d: np.ndarray, e: np.ndarray, s: float, rtol: float, atol: float) -> float:
