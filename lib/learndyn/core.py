@@ -102,7 +102,23 @@ def set_threads(n: int | None = None) -> int:
         raise ValueError(f"n (number of threads) must be a positive int; got {n!r}")
     torch.set_num_threads(int(n))
     os.environ.setdefault("OMP_NUM_THREADS", str(int(n)))
+    _blas_beside_torch(int(n))
     return int(n)
+
+
+def _blas_beside_torch(n: int) -> None:
+    """numpy's BLAS on one thread in this process when torch uses several.
+
+    torch's OpenMP threads wait spinning after each parallel region, and OpenBLAS's own threads then fight them for
+    the cores: a loop that alternates the two (scipy's ARPACK over torch Hessian-vector products, Ch 6) ran 2.5x
+    slower at 2 threads than with BLAS on one. The book's numpy work is small matrices, which one thread serves
+    as fast. threadpoolctl comes with scikit-learn; without it nothing changes.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - scikit-learn brings it
+        return
+    threadpool_limits(1 if n > 1 else n, user_api="blas")
 
 
 def _threads_from_env() -> int:

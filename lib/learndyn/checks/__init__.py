@@ -78,8 +78,10 @@ def start_chapter(chapter: str) -> None:
     _state["chapter"] = chapter
     _state["anchors"] = {}
     path = records_path()
-    if path is not None and path.exists():
-        path.unlink()
+    if path is not None:
+        _written.pop(path, None)
+        if path.exists():
+            path.unlink()
 
 
 def records_path() -> Path | None:
@@ -696,17 +698,33 @@ def _show(line: str, anchor: str, first: bool, ok: bool) -> None:
     update_display({"text/plain": text, "text/html": grouped}, raw=True, display_id=group["id"])
 
 
+#: The rows this process has written, serialised, per records file: a record is encoded once, not once per later
+#: check of the chapter (json's indented encoder is pure Python; re-encoding every row at every check was a sixth
+#: of Chapter 2's run time).
+_written: dict[Path, dict[str, str]] = {}
+
+
 def _record(record: dict[str, Any]) -> None:
     path = records_path()
     if path is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        rows = json.loads(path.read_text()) if path.exists() else []
-    except ValueError:  # a record left half-written by a killed run: start the chapter's list afresh
-        rows = []
-    rows = [r for r in rows if r["name"] != record["name"]] + [record]
-    # Write atomically: two runs of one chapter (a test beside a build) must never see a half-written file.
+    rows = _written.get(path)
+    if rows is None or not path.exists():  # first record here, or the file was removed: start from what is on disk
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            old = json.loads(path.read_text()) if path.exists() else []
+        except ValueError:  # a record left half-written by a killed run: start the chapter's list afresh
+            old = []
+        rows = _written[path] = {r["name"]: _row_text(r) for r in old}
+    rows.pop(record["name"], None)  # a re-run check moves to the end, as before
+    rows[record["name"]] = _row_text(record)
+    # Write atomically: two runs of one chapter (a test beside a build) must never see a half-written file. The
+    # text is json.dumps(rows, indent=1), assembled from the rows' own encodings.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(rows, indent=1, default=float))
+    tmp.write_text("[\n" + ",\n".join(rows.values()) + "\n]")
     os.replace(tmp, path)
+
+
+def _row_text(row: dict[str, Any]) -> str:
+    """One row as json.dumps(list, indent=1) writes it inside the list: indented by one space."""
+    return " " + json.dumps(row, indent=1, default=float).replace("\n", "\n ")
