@@ -94,6 +94,8 @@ DEFAULT_THREADS = 2
 def set_threads(n: int | None = None) -> int:
     """Use `n` CPU threads in torch (and in BLAS for processes started afterwards); returns the count used.
 
+    In this process numpy's BLAS then runs on one thread when n > 1 (`_blas_beside_torch`).
+
     n=None: OMP_NUM_THREADS when it is set (the Makefile exports 2 for CI), else `DEFAULT_THREADS` (2).
     """
     if n is None:

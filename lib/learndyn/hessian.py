@@ -338,17 +338,18 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
         if m:
             Bm = B[:m]
             c = Bm @ q if known is None else torch.cat([known, B[known.numel():m] @ q])
-            q = q - c @ Bm
-            q = q - (Bm @ q) @ Bm  # twice is enough
+            q = torch.addmv(q, Bm.T, c, alpha=-1.0)  # q - B^T c, one fused operation
+            q = torch.addmv(q, Bm.T, Bm @ q, alpha=-1.0)  # twice is enough
         norm = float(q.norm())
         if norm < 1e-10:
             continue  # the space is invariant in this direction
-        q = q / norm
+        q = torch.div(q, norm, out=B[m])  # normalised in place in the basis (no copy)
         w = matvec(q.to(dt)).double()
-        B[m], W[m] = q, w
-        # two matrix-vector products each (a product with an (n, 2) block takes several times as long)
-        bw, wq, ww = B[: m + 1] @ w, W[: m + 1] @ q, W[: m + 1] @ w
-        col = (0.5 * (bw + wq)).cpu().numpy()  # (q_i^T H q_m + q_m^T H q_i) / 2
+        W[m] = w
+        # T's new column q_i^T H q_m, mirrored into its row (H is symmetric: (H q_i)^T q_m differs by the rounding
+        # of the products, far below any tolerance, and would cost one more pass over W), and G's
+        bw, ww = B[: m + 1] @ w, W[: m + 1] @ w
+        col = bw.cpu().numpy()
         T[: m + 1, m], T[m, : m + 1] = col, col
         col = ww.cpu().numpy()
         G[: m + 1, m], G[m, : m + 1] = col, col
