@@ -162,7 +162,8 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, eta: 
     low; the default eig_k = 2 keeps the runner-up in the block). The guard against the rest: at every
     `cold_every`-th estimate (None: never) the eigenproblem is solved again by Krylov from a fresh random vector
     (seed `seed` + the estimate's index; at most `cold_iters` products, the same tolerances), which has a
-    component along every eigenvector; if its top Ritz value is larger, it replaces the warm one (both are at
+    component along every eigenvector; if its top Ritz value is larger (by more than ten rounding units of the
+    parameters' dtype: a tie keeps the warm block), it replaces the warm one (both are at
     most lambda_max, so the larger is the closer) and its Ritz vectors re-seed the warm block. So a missed top
     eigenvalue is caught at the next cold solve that finds it: a random start has a component along q_1 almost
     surely and Krylov amplifies it, so a cold solve finds lambda_max with high probability, but nothing makes
@@ -208,6 +209,7 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, eta: 
     cold_vals: list[float] = []
     caught: list[bool] = []
     vecs = None
+    tie = 10 * float(torch.finfo(next(iter(params.values())).dtype).eps)
     k = 0
     for k in range(steps + 1):
         if record_params_every and k % record_params_every == 0:
@@ -230,8 +232,10 @@ def train_gd_sharpness(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, eta: 
                 cold = top_eigs(loss_fn, params, k=eig_k, method="krylov", iters=cold_iters, tol=eig_tol,
                                 tol_rest=10 * eig_tol, seed=seed + j)
                 hvps, cold_top = hvps + cold.hvps, float(cold.values[0])
-                better = cold_top > float(est.values[0])
-                est = cold if better else est  # both are <= lambda_max: the larger is the closer
+                # both are <= lambda_max: the larger is the closer; larger by more than the rounding of the
+                # products (a tie, two solves of one eigenvalue, keeps the warm block)
+                better = cold_top > float(est.values[0]) + tie * abs(float(est.values[0]))
+                est = cold if better else est
             vals, vecs = est
             cold_vals.append(cold_top)
             caught.append(better)
