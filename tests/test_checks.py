@@ -59,6 +59,10 @@ def test_records_are_written_and_replaced(tmp_path, monkeypatch):
     assert [r["name"] for r in rows] == ["a", "b"]
     assert rows[0]["measured"] == pytest.approx(1.05) and rows[0]["passed"]
     assert not rows[1]["passed"] and rows[1]["source"] == "Paper, Fig. 1"
+    assert (tmp_path / "rec.json").read_text() == json.dumps(rows, indent=1)  # each row encoded once, same text
+    (tmp_path / "rec.json").unlink()  # removed behind the writer's back: the next record starts a new file
+    checks.check_close("c", 1.0, 1.0, atol=0.1, why="w", against="x")
+    assert [r["name"] for r in json.loads((tmp_path / "rec.json").read_text())] == ["c"]
     checks.start_chapter("rec")  # a re-run starts afresh
     assert not (tmp_path / "rec.json").exists()
 

@@ -196,6 +196,20 @@ def test_setup_respects_threads_and_leaves_denormals_alone(monkeypatch):
     core.set_threads(2)
 
 
+def test_blas_runs_on_one_thread_beside_a_multithreaded_torch():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import scipy.linalg  # noqa: F401  (its BLAS too, once loaded)
+
+    def blas_threads():
+        return {d["num_threads"] for d in threadpoolctl.threadpool_info() if d["user_api"] == "blas"}
+
+    core.set_threads(2)
+    assert torch.get_num_threads() == 2 and blas_threads() == {1}
+    core.set_threads(1)
+    assert blas_threads() == {1}
+    core.set_threads(2)
+
+
 def test_steps_times_broadcast_and_overflow_helpers():
     from learndyn.core import as_steps, as_times, broadcast, no_overflow
 
