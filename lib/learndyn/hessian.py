@@ -337,7 +337,12 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
         starts_left -= 1
         if m:
             Bm = B[:m]
-            c = Bm @ q if known is None else torch.cat([known, B[known.numel():m] @ q])
+            if known is None:
+                c = Bm @ q
+            elif known.numel() < m:  # rows added since the product was made (a block start)
+                c = torch.cat([known, B[known.numel():m] @ q])
+            else:
+                c = known
             q = torch.addmv(q, Bm.T, c, alpha=-1.0)  # q - B^T c, one fused operation
             q = torch.addmv(q, Bm.T, Bm @ q, alpha=-1.0)  # twice is enough
         norm = float(q.norm())
