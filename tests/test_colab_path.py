@@ -30,7 +30,8 @@ CHAPTERS = sorted((ROOT / "colab").glob("*.ipynb"))  # the Colab editions: what 
 WHOLE = "00_preface"  # the chapter run whole in the stand-in
 # What Colab provides besides the declared dependencies (its kernel; ipywidgets is the `widgets` extra).
 COLAB_PROVIDED = {"IPython", "ipykernel", "ipywidgets", "matplotlib_inline"}
-DECLARED = {"numpy", "scipy", "matplotlib", "torch", "sklearn", "threadpoolctl"}  # pyproject's dependencies, as imported
+# pyproject's dependencies, as imported
+DECLARED = {"numpy", "scipy", "matplotlib", "torch", "sklearn", "threadpoolctl"}
 # learndyn's tooling for the book's authors and instructors (notebook conversion, student editions and their
 # translation): never imported by a chapter.
 TOOLING = {"learndyn.colab", "learndyn.teach", "learndyn.i18n"}
