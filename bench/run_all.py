@@ -177,13 +177,15 @@ def main(argv: list[str] | None = None) -> int:
         scripts = [p for p in scripts if p.name in STRUCTURED]
     print(f"running {len(scripts)} benchmark scripts" + ("" if args.quick or args.no_notebooks else
                                                         " and the notebooks"), flush=True)
+    # the record's notebook entry, read before anything is saved over it, to be shown beside the new one
+    previous = json.loads(args.out.read_text()).get("notebooks") if args.out.exists() else None
     for script in scripts:
         results.update(run_script(script, (STRUCTURED.get(script.name, ("", []))[1] if args.quick else [])
                                   + extra.get(script.name, []), args.timeout, args.threads))
         _save(results, args.out)  # a record of what ran so far, should a later benchmark not finish
     if not (args.quick or args.no_notebooks):
-        if args.out.exists() and (old := json.loads(args.out.read_text()).get("notebooks")):
-            results["notebooks_previous"] = {**old, "date": old.get("date") or "before"}
+        if previous:
+            results["notebooks_previous"] = {**previous, "date": previous.get("date") or "before"}
         results["notebooks"] = notebook_times(sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")))
     results["load_end"] = _load()
     results["targets"] = targets(results)

@@ -248,3 +248,18 @@ def test_the_committed_record_is_a_full_run_and_the_page_shows_it():
     assert record["machine"]["date"].encode() in (BENCH / "accuracy_cost.png").read_bytes(), (
         "bench/accuracy_cost.png was drawn from another record")
     assert "```{include} bench/results.md" in (ROOT / "benchmarks.md").read_text()
+
+
+def test_run_all_keeps_the_records_notebooks_as_the_previous_ones(tmp_path, monkeypatch):
+    """The old record's notebook entry survives the saves made after each script (it once did not)."""
+    run_all = _load("run_all")
+    out = tmp_path / "results.json"
+    out.write_text(json.dumps({"notebooks": {"date": "old", "rows": [], "total_s": 200.0}}))
+    monkeypatch.setattr(run_all, "run_script", lambda script, *a, **k: {script.stem: {"seconds": 0.0}})
+    monkeypatch.setattr(run_all, "notebook_times", lambda paths: {"date": "new", "rows": [], "total_s": 150.0})
+    monkeypatch.setattr(run_all, "targets", lambda results: [])
+    monkeypatch.setitem(sys.modules, "page", type(sys)("page"))
+    sys.modules["page"].write = lambda results, folder, stem: []
+    run_all.main(["--out", str(out), "--skip", "bench_sharpness.py"])
+    record = json.loads(out.read_text())
+    assert record["notebooks"]["date"] == "new" and record["notebooks_previous"]["total_s"] == 200.0
