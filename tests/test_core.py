@@ -207,6 +207,10 @@ def test_blas_runs_on_one_thread_beside_a_multithreaded_torch():
     assert torch.get_num_threads() == 2 and blas_threads() == {1}
     core.set_threads(1)
     assert blas_threads() == {1}
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        with core.one_blas_thread():  # a block (ARPACK in top_eigs) on one thread, then back
+            assert blas_threads() == {1}
+        assert blas_threads() == {2}
     core.set_threads(2)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "first_crossing",
     "rk4_step",
     "rk4_step_unchecked",
+    "one_blas_thread",
     "check_finite",
     "as_positive",
     "as_int",
@@ -94,7 +95,7 @@ DEFAULT_THREADS = 2
 def set_threads(n: int | None = None) -> int:
     """Use `n` CPU threads in torch (and in BLAS for processes started afterwards); returns the count used.
 
-    In this process numpy's BLAS then runs on one thread when n > 1 (`_blas_beside_torch`).
+    numpy's BLAS in this process then runs on one thread (`one_blas_thread`).
 
     n=None: OMP_NUM_THREADS when it is set (the Makefile exports 2 for CI), else `DEFAULT_THREADS` (2).
     """
@@ -104,12 +105,12 @@ def set_threads(n: int | None = None) -> int:
         raise ValueError(f"n (number of threads) must be a positive int; got {n!r}")
     torch.set_num_threads(int(n))
     os.environ.setdefault("OMP_NUM_THREADS", str(int(n)))
-    _blas_beside_torch(int(n))
+    one_blas_thread()  # applied on creation; kept for the process
     return int(n)
 
 
-def _blas_beside_torch(n: int) -> None:
-    """numpy's BLAS on one thread in this process when torch uses several.
+def one_blas_thread() -> AbstractContextManager:
+    """numpy's (and scipy's) BLAS on one thread: applied at once, undone on leaving a `with` block.
 
     torch's OpenMP threads wait spinning after each parallel region, and OpenBLAS's own threads then fight them for
     the cores: a loop that alternates the two (scipy's ARPACK over torch Hessian-vector products, Ch 6) ran 2.5x
@@ -119,8 +120,8 @@ def _blas_beside_torch(n: int) -> None:
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - scikit-learn brings it
-        return
-    threadpool_limits(1 if n > 1 else n, user_api="blas")
+        return nullcontext()
+    return threadpool_limits(1, user_api="blas")
 
 
 def _threads_from_env() -> int:

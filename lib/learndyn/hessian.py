@@ -14,7 +14,6 @@ builds on it and re-exports it, so `ld.sharpness.top_eigs` is `ld.hessian.top_ei
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Callable
 from typing import Literal
@@ -27,6 +26,7 @@ from torch import nn
 from .core import (
     as_int,
     as_real_tensor,
+    one_blas_thread,
 )
 
 __all__ = ["mse_loss", "model_loss", "hvp", "hvp_operator", "top_eigs", "EigResult", "EigenToleranceWarning",
@@ -390,17 +390,6 @@ def _ritz_residuals(B: torch.Tensor, W: torch.Tensor, theta: np.ndarray, S: np.n
     return ((St @ W - th[:, None] * (St @ B)).norm(dim=1) / th.abs().clamp_min(1e-300)).cpu().numpy()
 
 
-def _one_blas_thread() -> contextlib.AbstractContextManager:
-    """numpy/scipy BLAS on one thread while torch uses several (2.5x faster ARPACK at 2 threads), else nothing."""
-    if torch.get_num_threads() == 1:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - scikit-learn brings it
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
-
-
 def _lanczos(matvec: Callable, n: int, k: int, iters: int, v0: torch.Tensor, tol: float,
              params: Params) -> tuple[np.ndarray, torch.Tensor, int, bool]:
     ref = next(iter(params.values()))
@@ -414,7 +403,7 @@ def _lanczos(matvec: Callable, n: int, k: int, iters: int, v0: torch.Tensor, tol
     op = LinearOperator((n, n), matvec=mv, dtype=np.float64)
     converged = True
     try:
-        with _one_blas_thread():  # ARPACK's BLAS between torch's products: see core._blas_beside_torch
+        with one_blas_thread():  # ARPACK's BLAS between torch's products (see its docstring)
             vals, vecs = eigsh(op, k=k, which="LA", v0=v0.double().cpu().numpy(), maxiter=iters, tol=tol,
                                ncv=min(n, max(2 * k + 1, 20)))
     except ArpackNoConvergence as err:  # keep what converged, say so through the residuals and a warning
