@@ -18,7 +18,9 @@ tolerance is tightened along a grid until every seed reaches the target; the run
 setting, for every seed (the start vector). A solver that stops on its product budget without reaching the target
 is reported at that setting, marked "not reached". Ratios between two solvers are over all pairs of seeds (their
 start vectors are drawn differently, so seeds do not pair): median and interquartile range.
-Overhead: seconds / (set-up + products x one product), with the product each solver calls, timed alone.
+Overhead: seconds / (set-up + products x one product), with the product each solver calls, timed alone side by
+side with each run (the median of three products just before it and three just after), so that the machine's
+speed, which drifts by tens of percent over a minute on a shared host, cancels in each run's ratio.
 Models: the Ch 6 digits MLP (1000 digits, 64-100-100-100-10 tanh, MSE) and the narrowed 64-32-32-32-10 on 200 digits.
 Run from the repository root: `.venv/bin/python bench/bench_sharpness.py [--seeds 10] [--json out.json]`.
 """
@@ -178,15 +180,18 @@ def rel_error(vals: np.ndarray, ref: np.ndarray) -> float:
     return float(err.max()) if np.all(np.isfinite(err)) else float("inf")
 
 
-def one(run: Run, seed: int, tol: float, k: int, ref: np.ndarray) -> dict:
-    """One timed run: seconds, products, worst relative error, whether its product budget stopped it."""
+def one(run: Run, seed: int, tol: float, k: int, ref: np.ndarray, product: Callable[[], object]) -> dict:
+    """One timed run: seconds, products, worst relative error, whether its product budget stopped it, and the
+    seconds of one of its products timed alone around it (median of three before the run and three after)."""
+    alone = [timed(product)[0] for _ in range(3)]
     sec, (vals, products, hit) = timed(lambda: run(seed, tol, k))
+    alone += [timed(product)[0] for _ in range(3)]
     return {"seed": seed, "seconds": sec, "products": products, "rel_error": rel_error(vals, ref),
-            "budget_hit": bool(hit)}
+            "budget_hit": bool(hit), "product_s": float(np.median(alone))}
 
 
 def at_target(run: Run, tols: tuple[float, ...], k: int, seeds: list[int], ref: np.ndarray,
-              target: float) -> dict:
+              target: float, product: Callable[[], object]) -> dict:
     """Tighten the tolerance until every seed reaches `target`: the runs of that setting, and the ones tried before.
 
     A setting fails at its first seed that misses. Tightening stops at the end of the grid, or once a missing run
@@ -195,13 +200,13 @@ def at_target(run: Run, tols: tuple[float, ...], k: int, seeds: list[int], ref: 
     for i, tol in enumerate(tols):
         runs = []
         for seed in seeds:
-            runs.append(one(run, seed, tol, k, ref))
+            runs.append(one(run, seed, tol, k, ref, product))
             if runs[-1]["rel_error"] > target:
                 break
         missed = runs[-1]["rel_error"] > target
         last = i == len(tols) - 1 or (missed and runs[-1]["budget_hit"])
         if missed and last:
-            runs += [one(run, s, tol, k, ref) for s in seeds[len(runs):]]
+            runs += [one(run, s, tol, k, ref, product) for s in seeds[len(runs):]]
         if not missed or last:
             break
         tried.append({"tol": tol, "runs": runs})
@@ -211,34 +216,37 @@ def at_target(run: Run, tols: tuple[float, ...], k: int, seeds: list[int], ref: 
             "rel_error": stats(errs), "max_rel_error": float(max(errs))}
 
 
-def product_times(pb: Problem) -> dict:
-    """Seconds of one product of each kind, timed alone (median of repeats), and of a gradient."""
-    out = {}
+def product_times(pb: Problem) -> tuple[dict, dict[str, Callable[[], object]]]:
+    """Seconds of one product of each kind, timed alone (median of repeats), and of a gradient; and each kind's
+    product as a callable, for timing it beside each run."""
+    out, products = {}, {}
     for dt, name in ((torch.float64, "float64"), (torch.float32, "float32")):
         loss, params = pb.loss[dt], pb.params[dt]
         x = torch.randn(pb.size, dtype=dt, generator=torch.Generator().manual_seed(0))
         build, op = timed(lambda loss=loss, params=params: sh.hvp_operator(loss, params), repeat=5)
+        products[f"kept graph, {name}"] = lambda op=op, x=x: op(x)
         op(x)
         out[f"kept graph, {name}"] = {"build_s": build, "product_s": timed(lambda op=op, x=x: op(x), repeat=20)[0]}
         out[f"grad_{name}_s"] = timed(lambda loss=loss, params=params: torch.func.grad(loss)(params), repeat=10)[0]
     x = torch.randn(pb.size, generator=torch.Generator().manual_seed(0))
+    products["fresh forward/backward, float32"] = lambda: pb.fresh_hvp(x)
     pb.fresh_hvp(x)
     out["fresh forward/backward, float32"] = {"build_s": 0.0, "product_s": timed(lambda: pb.fresh_hvp(x), 20)[0]}
-    return out
+    return out, products
 
 
 def compare(pb: Problem, ref: np.ndarray, seeds: list[int], target: float, only: list[str] | None = None) -> dict:
     """Every solver (or those named in `only`) at k = 1 and 3 on one problem, with its overhead over its products."""
-    times = product_times(pb)
+    times, products = product_times(pb)
     rows = []
     for name, (run, tols, product) in solvers(pb).items():
         if only and name not in only:
             continue
         run(seeds[0], tols[0], 1)  # warm-up
         for k in KS:
-            res = at_target(run, tols, k, seeds, ref, target)
-            t = times[product]
-            over = [r["seconds"] / (t["build_s"] + r["products"] * t["product_s"]) for r in res["runs"]]
+            res = at_target(run, tols, k, seeds, ref, target, products[product])
+            build = times[product]["build_s"]
+            over = [r["seconds"] / (build + r["products"] * r["product_s"]) for r in res["runs"]]
             rows.append({"method": name, "k": k, "product": product, **res, "overhead": stats(over)})
             print(f"  {name:24s} k={k} tol {res['tol']:.0e}: {res['products']['median']:6.0f} products, "
                   f"{res['seconds']['median']:7.3f} s, worst error {res['max_rel_error']:.1e}"

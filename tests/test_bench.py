@@ -100,7 +100,7 @@ def test_at_target_picks_the_loosest_setting_every_seed_meets(bench_sharpness):
         err = tol * (10 if seed == 1 else 1)
         return ref[:k] * (1 + err), round(1 / tol), False
 
-    res = bench_sharpness.at_target(run, (1e-2, 1e-3, 1e-4, 1e-5, 1e-6), 3, [0, 1, 2], ref, 1e-4)
+    res = bench_sharpness.at_target(run, (1e-2, 1e-3, 1e-4, 1e-5, 1e-6), 3, [0, 1, 2], ref, 1e-4, lambda: None)
     assert res["reached"] and res["tol"] == 1e-5 and [r["seed"] for r in res["runs"]] == [0, 1, 2]
     assert res["max_rel_error"] == pytest.approx(1e-4) and res["products"]["median"] == 1e5
     assert [t["tol"] for t in res["tried"]] == [1e-2, 1e-3, 1e-4]  # each failed at its first missing seed
@@ -109,8 +109,21 @@ def test_at_target_picks_the_loosest_setting_every_seed_meets(bench_sharpness):
 
 def test_at_target_stops_tightening_once_the_budget_binds(bench_sharpness):
     ref = np.array([1.0])
-    res = bench_sharpness.at_target(lambda seed, tol, k: (ref * 1.01, 50, True), (1e-2, 1e-3), 1, [0, 1], ref, 1e-4)
+    res = bench_sharpness.at_target(lambda seed, tol, k: (ref * 1.01, 50, True), (1e-2, 1e-3), 1, [0, 1], ref, 1e-4,
+                                   lambda: None)
     assert not res["reached"] and res["tol"] == 1e-2 and len(res["runs"]) == 2 and res["tried"] == []
+
+
+def test_one_times_its_product_beside_the_run(bench_sharpness):
+    calls = []
+
+    def run(seed: int, tol: float, k: int):
+        calls.append("run")
+        return np.ones(k), 7, False
+
+    r = bench_sharpness.one(run, 0, 1e-3, 1, np.ones(1), lambda: calls.append("product"))
+    assert calls == ["product"] * 3 + ["run"] + ["product"] * 3  # three products alone before the run, three after
+    assert r["products"] == 7 and r["rel_error"] == 0.0 and 0 < r["product_s"] < r["seconds"] + 1
 
 
 def test_pair_ratio_is_over_all_pairs(bench_sharpness):

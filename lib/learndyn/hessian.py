@@ -312,11 +312,13 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     The basis is built in float64 with full (twice repeated) Gram-Schmidt: the start vectors first, then each
     product H q orthogonalised against the basis, in the order they were made (block Lanczos). Every basis vector
     q is multiplied once, so the projection T = B^T H B and the residuals ||H y - theta y|| of the Ritz pairs are
-    exact without further products. Both are kept incrementally: a product adds one row and column to T and to the
-    Gram matrix G = W^T W of the images W = H B, so a stopping test costs an m x m eigensolve, not a pass over the
-    n x m basis; for a unit Ritz vector y = B s, ||H y - theta y||^2 = s^T G s - theta^2 (B^T B = I). That
-    difference loses digits once the residual nears sqrt(eps) theta, so it only screens: the residuals that decide
-    the stop, and those returned, are computed from the vectors. Returns the top-k Ritz pairs by value, their
+    exact without further products. T is kept incrementally (a product adds one row and column), and a stopping
+    test costs an m x m eigensolve, not a pass over the n x m basis: every product already orthogonalised lies in
+    the span of B, so for a unit Ritz vector y = B s (T s = theta s) the residual H y - theta y is the part outside
+    the span of the products not yet orthogonalised, sum_i s_i (w_i - B^T B w_i), and its squared norm is
+    s_U^T (W_U W_U^T - C_U C_U^T) s_U over those few products (their images W_U and coefficients C_U = W_U B^T).
+    That difference loses digits once the residual nears sqrt(eps) theta, so it only screens: the residuals that
+    decide the stop, and those returned, are computed from the vectors. Returns the top-k Ritz pairs by value, their
     relative residuals, the number of products, and whether they reached their tolerances, `tol` for the top pair
     and `tol_rest` for the others (always False with tol = 0).
     """
@@ -325,15 +327,18 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     cap = min(iters, n)
     B = torch.empty(cap, n, dtype=torch.float64, device=V.device)  # orthonormal basis, one row per vector
     W = torch.empty_like(B)  # its images, rows H q
-    T = np.zeros((cap, cap))  # the small matrices live in numpy on the host: an m x m eigensolve there costs
-    G = np.zeros_like(T)  # a tenth of torch's, and the stopping test runs one per product
+    # the projection lives in numpy on the host: an m x m eigensolve there costs a tenth of torch's, and the
+    # stopping test runs one per product
+    T = np.zeros((cap, cap))
     # vectors to orthogonalise, each with its coefficients against the first rows of B when already known (a
-    # product's B^T w, computed for T, is the first Gram-Schmidt pass of the same vector)
-    pending: list[tuple[torch.Tensor, torch.Tensor | None]] = [(v, None) for v in torch.linalg.qr(V.double())[0].T]
+    # product's B w, computed for T, is the first Gram-Schmidt pass of the same vector) and, for a product H q_i,
+    # the row i of the vector q_i it multiplied (-1 for a start vector)
+    pending: list[tuple[torch.Tensor, torch.Tensor | None, int]] = [
+        (v, None, -1) for v in torch.linalg.qr(V.double())[0].T]
     m, done = 0, False
     starts_left = len(pending)  # no stopping before every start vector is in the space
     while m < iters and pending:
-        q, known = pending.pop(0)
+        q, known, _ = pending.pop(0)
         starts_left -= 1
         if m:
             Bm = B[:m]
@@ -352,18 +357,15 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
         w = matvec(q.to(dt)).double()
         W[m] = w
         # T's new column q_i^T H q_m, mirrored into its row (H is symmetric: (H q_i)^T q_m differs by the rounding
-        # of the products, far below any tolerance, and would cost one more pass over W), and G's
-        bw, ww = B[: m + 1] @ w, W[: m + 1] @ w
+        # of the products, far below any tolerance, and would cost one more pass over W)
+        bw = B[: m + 1] @ w
         col = bw.cpu().numpy()
         T[: m + 1, m], T[m, : m + 1] = col, col
-        col = ww.cpu().numpy()
-        G[: m + 1, m], G[m, : m + 1] = col, col
+        pending.append((w, bw, m))
         m += 1
-        pending.append((w, bw))
         if tol > 0 and m >= k and starts_left <= 0 and m < iters:
             theta, S = _ritz_small(T[:m, :m], k)
-            res2 = np.einsum("ij,ik,kj->j", S, G[:m, :m], S) - theta**2
-            screen = np.sqrt(np.maximum(res2, 0.0)) / np.maximum(np.abs(theta), 1e-300)
+            screen = _screen_residuals(B, pending, m, theta, S)
             if screen[0] <= 2 * tol and np.all(screen[1:] <= 2 * tol_rest):
                 res = _ritz_residuals(B[:m], W[:m], theta, S)
                 if res[0] <= tol and np.all(res[1:] <= tol_rest):
@@ -375,6 +377,21 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     res = _ritz_residuals(B[:m], W[:m], theta, S)
     done = done or (tol > 0 and bool(res[0] <= tol and np.all(res[1:] <= tol_rest)))
     return theta, (torch.as_tensor(S.T, device=B.device) @ B[:m]).T.to(dt), res, m, done
+
+
+def _screen_residuals(B: torch.Tensor, pending: list, m: int, theta: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """The Ritz pairs' relative residuals from the products not yet orthogonalised (see `_krylov`), without a pass
+    over the basis: sqrt(s_U^T (W_U W_U^T - C_U C_U^T) s_U) / |theta|. Each pending product's coefficients are
+    completed against the m rows of B in place, so its Gram-Schmidt pass reuses them."""
+    for j, (w, known, row) in enumerate(pending):
+        if known.numel() < m:
+            pending[j] = (w, torch.cat([known, B[known.numel():m] @ w]), row)
+    Wu = torch.stack([w for w, _, _ in pending])
+    Cu = torch.stack([c for _, c, _ in pending])
+    R = (Wu @ Wu.T - Cu @ Cu.T).cpu().numpy()
+    Su = S[[row for _, _, row in pending]]
+    res2 = np.einsum("ij,ik,kj->j", Su, R, Su)
+    return np.sqrt(np.maximum(res2, 0.0)) / np.maximum(np.abs(theta), 1e-300)
 
 
 def _ritz_small(T: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
