@@ -27,6 +27,7 @@ from .core import (
     check_finite,
     few_threads_if_small,
     get_device,
+    load_digits,
     make_generator,
     no_overflow,
 )
@@ -161,13 +162,11 @@ def digits_views(n: int, noise: float = 0.3, mask: float = 0.2, seed: int = 0) -
     Pixels are scaled to [0, 1] and centred by the mean image; each view adds Gaussian noise (std `noise`) and
     then sets a random fraction `mask` of the pixels to zero (the mean). Images are drawn with replacement.
     """
-    from sklearn.datasets import load_digits  # local import: sklearn is needed only here
-
     n = as_int("n", n, minimum=1)
     noise, mask = as_nonnegative("noise", noise), as_nonnegative("mask", mask)   # zero noise: identical views
     if mask >= 1:
         raise ValueError(f"mask (fraction of masked pixels) must lie in [0, 1); got {mask!r}")
-    images = load_digits().data / 16.0
+    images = load_digits()[0] / 16.0
     images = images - images.mean(axis=0)
     rng = np.random.default_rng(as_seed("seed", seed))
     x0 = images[rng.integers(0, images.shape[0], n)]

@@ -42,6 +42,7 @@ from .core import (
     broadcast,
     few_threads_if_small,
     get_device,
+    load_digits,
     loglog_slope,
     no_overflow,
 )
@@ -101,10 +102,8 @@ def digits_01(center: bool = True) -> np.ndarray:
     Shape (360, 64). With `center`, the mean image is subtracted first (as in Ch 6); the pixels are then divided by
     the largest row norm, so ||z_i|| <= 1 (Ch 7, real data). No download: the data set ships with scikit-learn.
     """
-    from sklearn.datasets import load_digits  # local import: scikit-learn is only needed here
-
     center = as_bool("center", center)
-    X, y = load_digits(n_class=2, return_X_y=True)
+    X, y = load_digits(n_class=2)
     if center:
         X = X - X.mean(axis=0)
     X = X / np.linalg.norm(X, axis=1).max()

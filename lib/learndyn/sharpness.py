@@ -36,6 +36,7 @@ from .core import (
     broadcast,
     check_finite,
     get_device,
+    load_digits,
     no_overflow,
     rk4_step_unchecked,
 )
@@ -93,19 +94,17 @@ def digits_tensors(n: int = 1000, center: bool = True, device: str | torch.devic
 
     Returns X (n, 64), Y (n, 10) one-hot, y (n,) int64, on `device` (default `get_device()`).
     """
-    from sklearn.datasets import load_digits  # bundled with scikit-learn: no download
-
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point or dtype.is_complex:
         raise TypeError(f"dtype must be a real floating torch dtype (torch.float32 or torch.float64); got {dtype!r}")
     center = as_bool("center", center)
-    data = load_digits()
+    pixels, target = load_digits()
     n = as_int("n", n, minimum=1)
-    if n > len(data.target):
-        raise ValueError(f"n must be at most {len(data.target)} (the size of the digits data); got {n}")
-    X = data.data[:n] / 16.0
+    if n > len(target):
+        raise ValueError(f"n must be at most {len(target)} (the size of the digits data); got {n}")
+    X = pixels[:n] / 16.0
     if center:
         X = X - X.mean(axis=0)
-    y = data.target[:n]
+    y = target[:n]
     dev = get_device(device)
     Y = np.eye(10)[y]
     return (torch.as_tensor(X, dtype=dtype, device=dev), torch.as_tensor(Y, dtype=dtype, device=dev),
