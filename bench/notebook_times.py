@@ -55,14 +55,47 @@ def run(path: Path) -> tuple[float, float | None]:
     return wall, (cpu[1] - cpu[0] if len(cpu) == 2 else None)
 
 
-def validation_share(path: Path) -> float:
-    """The fraction of the notebook's profiled run spent in learndyn's input checks: `profile_notebook.py` runs the
-    notebook's code under cProfile in a fresh process (one per notebook) and counts each checker once."""
+def profiled(path: Path) -> tuple[float, dict[str, int]]:
+    """The fraction of the notebook's profiled run spent in learndyn's input checks, and the network products and
+    gradients it made: `profile_notebook.py` runs the notebook's code under cProfile in a fresh process (one per
+    notebook), counts each checker once, and counts the calls of the network's Hessian-vector product and gradient."""
     sys.path.insert(0, str(HERE))
     import profile_notebook  # noqa: PLC0415 (a sibling script)
 
-    spent, total = profile_notebook.validation_share(profile_notebook.profile_script(path, 0))
-    return spent / total if total else 0.0
+    stats = profile_notebook.profile_script(path, 0)
+    spent, total = profile_notebook.validation_share(stats)
+    return (spent / total if total else 0.0), profile_notebook.network_calls(stats)
+
+
+def network_unit_seconds(repeat: int = 30) -> dict:
+    """Seconds of one Hessian-vector product and one training gradient of Chapter 6's network (64-100-100-100-10
+    tanh on 1000 digits, float32, MSE), each the median of `repeat` calls timed alone, at this process's torch
+    threads (OMP_NUM_THREADS, as the notebooks' kernels): with the counts of a notebook's profiled run, the time its
+    network arithmetic needs at best."""
+    import numpy as np  # noqa: PLC0415 (the measurement's own imports: the timing loop above needs none)
+    import torch  # noqa: PLC0415
+
+    from learndyn import core, sharpness  # noqa: PLC0415
+
+    threads = core.set_threads()
+    X, Y, _ = sharpness.digits_tensors(1000, device="cpu")
+    model = sharpness.make_mlp(seed=3)
+    loss, params = sharpness.model_loss(model, X, Y)
+    product = sharpness.hvp_operator(loss, params)
+    grad = sharpness._grad_and_value(lambda p: sharpness._loss_and_out(model, p, X, Y, "mse"))
+    x = torch.randn(sum(t.numel() for t in params.values()), generator=torch.Generator().manual_seed(0))
+
+    def median(fn) -> float:
+        fn()
+        times = []
+        for _ in range(repeat):
+            tic = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - tic)
+        return float(np.median(times))
+
+    return {"product_s": median(lambda: product(x)), "gradient_s": median(lambda: grad(params)), "threads": threads,
+            "model": "Ch 6: 64-100-100-100-10 tanh, 1000 digits, float32, MSE"}
 
 
 def _load() -> float:
@@ -91,7 +124,8 @@ def measure(paths: list[Path], profile: bool = True, partial: bool = False) -> d
                        "load_before": load, "load_after": _load(), "validation_share": None}
                 if profile and error is None:
                     try:
-                        row["validation_share"] = validation_share(path)
+                        row["validation_share"], calls = profiled(path)
+                        row.update(calls)
                     except Exception as err:  # the time stands; the share is missing, and says why
                         row["profile_error"] = f"{type(err).__name__}: {str(err).strip()[-300:]}"
                 rows.append(row)
@@ -105,13 +139,14 @@ def measure(paths: list[Path], profile: bool = True, partial: bool = False) -> d
                 os.environ.pop("LEARNDYN_CHECKS_DIR", None)
             else:
                 os.environ["LEARNDYN_CHECKS_DIR"] = saved
+    units = network_unit_seconds() if profile else None
     done = [r["seconds"] for r in rows if r["seconds"] is not None]
     cpu_done = [r["cpu_seconds"] for r in rows if r["cpu_seconds"] is not None]
     return {"cpu_total_s": sum(cpu_done),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "threads": os.environ.get("OMP_NUM_THREADS"),
             "rows": rows, "total_s": sum(done), "max_s": max(done, default=None), "budget_each_s": BUDGET_S,
             "budget_total_s": BOOK_BUDGET_S, "validation_target": VALIDATION_TARGET,
-            "all_ran": all(r["error"] is None for r in rows), "partial": partial}
+            "all_ran": all(r["error"] is None for r in rows), "partial": partial, "network_unit_s": units}
 
 
 def record(entry: dict, out: Path) -> None:

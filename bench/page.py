@@ -117,6 +117,7 @@ def _notebooks(nbs: dict, previous: dict | None) -> list[str]:
     partial = (f" Only {len(nbs['rows'])} notebooks were measured for this record (`notebook_times.py` was given a "
                "list): the book's total is theirs." if nbs.get("partial") else "")
     return ["## Notebook execution, each in a fresh kernel", "",
+            *_network_floor(nbs),
             "Seconds of one run of each notebook in a fresh kernel (wall time; CPU: the seconds of CPU its kernel "
             "spent, all threads, which a load on the machine inflates far less than the wall time); validation: the "
             "percentage of the notebook's "
@@ -125,6 +126,25 @@ def _notebooks(nbs: dict, previous: dict | None) -> list[str]:
             f"where it has them.{when}{load}{partial}", "",
             *_table(["Notebook", "Seconds", "Previous (s)", "CPU (s)", "Validation (%)", "Previous (%)", "Status"],
                     rows)]
+
+
+def _network_floor(nbs: dict) -> list[str]:
+    """The seconds that a notebook's network arithmetic needs at best: its profiled run's counts of Hessian-vector
+    products and training gradients of Chapter 6's network, each at its speed timed alone in the same record."""
+    units = nbs.get("network_unit_s")
+    rows = [r for r in nbs["rows"] if r.get("products") or r.get("gradients")]
+    if not units or not rows:
+        return []
+    p_ms, g_ms = 1e3 * units["product_s"], 1e3 * units["gradient_s"]
+    parts = []
+    for r in rows:
+        floor = r.get("products", 0) * units["product_s"] + r.get("gradients", 0) * units["gradient_s"]
+        parts.append(f"`{r['notebook']}` makes {r.get('products', 0)} Hessian-vector products and "
+                     f"{r.get('gradients', 0)} gradients of the network (counted in its profiled run): "
+                     f"{floor:.0f} s at that speed, of its {_f(r['seconds'], '.1f')} s")
+    return [f"The network arithmetic: in this record one Hessian-vector product of Chapter 6's network "
+            f"({units['model']}) takes {p_ms:.1f} ms and one training gradient {g_ms:.1f} ms, each the median of "
+            f"calls timed alone at {units['threads']} threads. " + "; ".join(parts) + ".", ""]
 
 
 def _sharpness(entry: dict) -> list[str]:

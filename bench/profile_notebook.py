@@ -14,6 +14,7 @@ profiling does not touch the book's `_build/checks`. Not a test: timings are noi
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import pstats
 import subprocess
@@ -78,6 +79,23 @@ def validation_share(stats: pstats.Stats) -> tuple[float, float]:
         if is_validator(func):
             spent += sum(c[3] for caller, c in callers.items() if not is_validator(caller))
     return spent, stats.total_tt  # type: ignore[attr-defined]
+
+
+def _nested_key(fn: object, name: str) -> tuple[str, int, str]:
+    """The pstats key (file, first line, name) of the function `name` defined inside `fn`."""
+    code = next(c for c in fn.__code__.co_consts if inspect.iscode(c) and c.co_name == name)  # type: ignore[attr-defined]
+    return code.co_filename, code.co_firstlineno, code.co_name
+
+
+def network_calls(stats: pstats.Stats) -> dict[str, int]:
+    """How many Hessian-vector products (`hvp_operator`'s) and training gradients (`train_gd_sharpness`'s and
+    `gf_reference`'s) of a network the profiled run made: the units of Chapter 6's arithmetic."""
+    from learndyn import hessian, sharpness  # noqa: PLC0415 (the profiled library, imported only here)
+
+    keys = {"products": _nested_key(hessian.hvp_operator, "matvec"),
+            "gradients": _nested_key(sharpness._grad_and_value, "grad_and_value")}
+    raw = stats.stats  # type: ignore[attr-defined]
+    return {what: int(raw[key][1]) if key in raw else 0 for what, key in keys.items()}
 
 
 def profile_script(path: Path, top: int, save: Path | None = None) -> pstats.Stats:

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from learndyn import sharpness as sh
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 
@@ -221,7 +223,10 @@ def test_notebook_times_records_seconds_and_validation_share_beside_the_previous
     the entry it replaces becomes "notebooks_previous", and the page shows both (no notebook is run here)."""
     nt = _load("notebook_times")
     monkeypatch.setattr(nt, "run", lambda path: {"a.ipynb": (20.0, 18.0), "b.ipynb": (12.5, None)}[path.name])
-    monkeypatch.setattr(nt, "validation_share", lambda path: {"a.ipynb": 0.021, "b.ipynb": 0.004}[path.name])
+    monkeypatch.setattr(nt, "profiled", lambda path: {"a.ipynb": (0.021, {"products": 6000, "gradients": 6100}),
+                                                       "b.ipynb": (0.004, {"products": 0, "gradients": 0})}[path.name])
+    monkeypatch.setattr(nt, "network_unit_seconds", lambda: {"product_s": 0.004, "gradient_s": 0.0025, "threads": 2,
+                                                             "model": "Ch 6"})
     entry = nt.measure([tmp_path / "a.ipynb", tmp_path / "b.ipynb"], partial=True)
     assert [(r["notebook"], r["seconds"], r["validation_share"]) for r in entry["rows"]] == [
         ("a.ipynb", 20.0, 0.021), ("b.ipynb", 12.5, 0.004)]
@@ -239,6 +244,10 @@ def test_notebook_times_records_seconds_and_validation_share_beside_the_previous
     assert "| a.ipynb | 20.0 | 25.0 | 18.0 | 2.1 | 4.1 | ok |" in text
     assert "| b.ipynb | 12.5 | — | — | 0.4 | — | ok |" in text
     assert "Only 2 notebooks were measured" in text and "| these 2 notebooks | 32 | — | 18 |" in text
+    # the network arithmetic of the notebook that has some: 6000 x 4 ms + 6100 x 2.5 ms = 39 s
+    assert ("one Hessian-vector product of Chapter 6's network (Ch 6) takes 4.0 ms and one training gradient 2.5 ms"
+            in text and "`a.ipynb` makes 6000 Hessian-vector products and 6100 gradients" in text
+            and "39 s at that speed, of its 20.0 s." in text and "`b.ipynb` makes" not in text)
 
 
 def test_notebook_times_keeps_the_time_when_the_profiled_run_fails(tmp_path, monkeypatch):
@@ -248,9 +257,29 @@ def test_notebook_times_keeps_the_time_when_the_profiled_run_fails(tmp_path, mon
     def broken(path):
         raise RuntimeError("the profiled run failed")
 
-    monkeypatch.setattr(nt, "validation_share", broken)
+    monkeypatch.setattr(nt, "profiled", broken)
+    monkeypatch.setattr(nt, "network_unit_seconds", lambda: None)
     (row,) = nt.measure([tmp_path / "a.ipynb"])["rows"]
     assert row["seconds"] == 3.0 and row["validation_share"] is None and "profiled run failed" in row["profile_error"]
+
+
+def test_profiled_runs_count_the_networks_products_and_gradients(tmp_path):
+    """`network_calls` finds the library's product and gradient in a profile by their code objects."""
+    import cProfile
+    import pstats
+
+    profile_notebook = _load("profile_notebook")
+    X, Y, _ = sh.digits_tensors(50, device="cpu", dtype=torch.float64)
+    model = sh.make_mlp(width=8, depth=1, dtype=torch.float64)
+    loss, params = sh.model_loss(model, X, Y)
+    prof = cProfile.Profile()
+    prof.enable()
+    r = sh.top_eigs(loss, params, k=1, method="krylov", iters=7, tol=0.0)
+    hist = sh.train_gd_sharpness(model, X, Y, eta=0.1, steps=3, eig_every=100, device="cpu")
+    prof.disable()
+    counts = profile_notebook.network_calls(pstats.Stats(prof))
+    assert r.hvps == 7 and counts == {"products": r.hvps + int(hist.final["eig_hvps"].sum()),
+                                      "gradients": len(hist["loss"])}  # steps + 1: the last loss too
 
 
 def test_the_committed_record_is_a_full_run_and_the_page_shows_it():
