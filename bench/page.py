@@ -147,14 +147,22 @@ def _network_floor(nbs: dict) -> list[str]:
             f"calls timed alone at {units['threads']} threads. " + "; ".join(parts) + ".", ""]
 
 
+def _beside(res: dict) -> bool:
+    """Whether the record timed each run's product beside it (records before 2026-12-04 timed it once)."""
+    return any("product_s" in run for part in ("full", "narrow") for row in (res.get(part) or {}).get("rows", [])
+               for run in row.get("runs", []))
+
+
 def _sharpness(entry: dict) -> list[str]:
     res = entry["results"]
     out = ["## Top Hessian eigenvalues at equal accuracy", "",
            f"{res['seeds']} seeds (start vectors) per solver; each solver at the loosest setting of its grid at which "
            f"every seed's worst relative error over the top k is at most {res['target']:g} (or, marked *not "
            "reached*, where its product budget stopped it first). Products: Hessian-vector products. Overhead: "
-           "seconds / (set-up + products x one product), with the product that solver calls, timed alone. "
-           "Median [interquartile range] over the seeds."
+           "seconds / (set-up + products x one product), with the product that solver calls, timed alone"
+           + (" beside each run (the median of three products just before it and three just after, so that a drift "
+              "of the machine's speed cancels in the ratio). " if _beside(res) else ". ")
+           + "Median [interquartile range] over the seeds."
            + (f" The power-type solvers (learndyn power, PyHessian) may use at most {res['power_budget']} products per "
               "run." if res.get("power_budget") else ""), ""]
     for key, title in (("full", "Ch 6 model"), ("narrow", "Narrowed model")):

@@ -540,3 +540,28 @@ def test_shipped_eos_traces_are_what_the_library_computes_now(name):
     np.testing.assert_allclose(h["loss"], traces["loss"][0, :51], rtol=1e-5)
     # the estimator's relative residual <= 1e-3 puts its Ritz value within ~1e-6 relative of the eigenvalue it finds
     np.testing.assert_allclose(h.final["sharpness"], traces["sharpness"][0, :3], rtol=1e-4)
+
+
+@pytest.mark.parametrize("block", [1, 2, 3])
+def test_krylov_screen_is_the_residual_of_the_ritz_vectors(monkeypatch, block):
+    """The stopping screen, from the products not yet orthogonalised, equals ||A y - theta y|| / |theta| computed
+    from the vectors (to the rounding of a difference of squares), for a single start and for block starts."""
+    rng = np.random.default_rng(block)
+    Q = np.linalg.qr(rng.standard_normal((150, 150)))[0]
+    A = torch.as_tensor(Q @ np.diag(np.geomspace(10.0, 1e-3, 150) * rng.choice([-1, 1], 150)) @ Q.T)
+    seen = []
+    screen = hs._screen_residuals
+
+    def spy(B, pending, m, theta, S):
+        out = screen(B, pending, m, theta, S)
+        Y = B[:m].T @ torch.as_tensor(S)  # the Ritz vectors, one column each
+        exact = ((A @ Y - Y * torch.as_tensor(theta)).norm(dim=0) / torch.as_tensor(np.abs(theta))).numpy()
+        seen.append((out, exact))
+        return out
+
+    monkeypatch.setattr(hs, "_screen_residuals", spy)
+    V = torch.as_tensor(rng.standard_normal((150, block)))
+    hs._krylov(lambda x: A @ x, V, iters=40, k=2, tol=1e-14, tol_rest=1e-14)
+    assert len(seen) >= 30
+    for out, exact in seen:
+        np.testing.assert_allclose(out, exact, rtol=1e-6, atol=1e-7)
