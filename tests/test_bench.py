@@ -298,7 +298,9 @@ def test_the_committed_record_bears_out_the_benchmarks_pages_chapter_6_paragraph
     nbs = json.loads((BENCH / "results.json").read_text())["notebooks"]
     units = nbs["network_unit_s"]
     (row,) = [r for r in nbs["rows"] if r["notebook"].startswith("06_")]
-    floor = row["products"] * units["product_s"] + row["gradients"] * units["gradient_s"]
+    # the count includes the products on the chapter's small networks (402 of 6018 in a count by size): a tenth
+    # of the products taken off at the large network's price must leave the sum above the budget
+    floor = 0.9 * row["products"] * units["product_s"] + row["gradients"] * units["gradient_s"]
     assert row["products"] > 5000 and row["gradients"] > 6000 and nbs["budget_each_s"] < floor < row["seconds"]
     assert "exceed the 30 s budget" in (BENCH.parent / "benchmarks.md").read_text()
 
