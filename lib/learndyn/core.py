@@ -133,8 +133,8 @@ def load_digits(n_class: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's bundled 8x8 handwritten digits (1797 images, no download): pixels (N, 64), labels (N,).
 
     The same arrays as `sklearn.datasets.load_digits(n_class=n_class, return_X_y=True)` (tested), read from the CSV
-    that scikit-learn ships, without importing `sklearn.datasets` (a second of every chapter's start). n_class:
-    keep the digits 0, ..., n_class - 1. Fresh copies on every call.
+    that scikit-learn ships, without importing `sklearn.datasets` (about a second of every chapter that uses
+    them). n_class: keep the digits 0, ..., n_class - 1. Fresh copies on every call.
     """
     n_class = as_int("n_class", n_class, minimum=1)
     if n_class > 10:
