@@ -41,7 +41,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import learndyn as ld  # noqa: E402
 from learndyn import barlow as bw  # noqa: E402
-from learndyn import core, quadratic, ssl  # noqa: E402
+from learndyn import core, datasets, quadratic, ssl  # noqa: E402
 from learndyn import deep_linear as dl  # noqa: E402
 from learndyn import deep_linear_sim as dls  # noqa: E402
 from learndyn import diagonal as diag  # noqa: E402
@@ -186,7 +186,7 @@ SPECS: list[Spec] = [
     Spec("core", "get_device", core.get_device, lambda: {"device": "cpu"}, {"device": "device"}),
     Spec("core", "make_generator", core.make_generator, lambda: {"seed": 0, "device": "cpu"},
          {"seed": "seed", "device": "device"}),
-    Spec("core", "load_digits", core.load_digits, lambda: {"n_class": 2}, {"n_class": "count"}),
+    Spec("datasets", "load_digits", datasets.load_digits, lambda: {"n_class": 2}, {"n_class": "count"}),
     Spec("core", "loglog_slope", core.loglog_slope, lambda: {"x": np.array([1.0, 2.0, 4.0]),
                                                              "y": np.array([1.0, 0.5, 0.25])},
          {"x": "array", "y": "array"}, edges=[{"x": [1.0, 2.0], "y": [1.0, 0.5]}]),

@@ -7,6 +7,7 @@ One module per subject, each naming the chapter and equations it implements:
 - `checks`      `check_close` and friends: every numerical claim of the book goes through them
 - `plotting`    the book's figure style
 - `widgets`     interactive explorations (ipywidgets, imported lazily)
+- `datasets`    the chapters' data: scikit-learn's bundled digits, read without importing `sklearn.datasets`
 - `quadratic`   GD against gradient flow on a quadratic (Preface)
 - `linreg`      OLS, its risk, GD on least squares (Ch 1)
 - `deep_linear` deep linear networks, exact mode dynamics (Ch 1-2); re-exports `deep_linear_sim`, its simulators,
@@ -37,9 +38,9 @@ from . import checks, core
 from .core import History, get_device, seed
 
 __version__ = "0.1.0"
-_SUBMODULES = ("plotting", "widgets", "quadratic", "linreg", "deep_linear", "deep_linear_sim", "tasks", "ssl",
-               "ssl_sim", "barlow", "barlow_sim", "implicit_bias", "svm", "hessian", "sharpness", "large_stepsize",
-               "diagonal", "exercises", "teach")
+_SUBMODULES = ("plotting", "widgets", "datasets", "quadratic", "linreg", "deep_linear", "deep_linear_sim", "tasks",
+               "ssl", "ssl_sim", "barlow", "barlow_sim", "implicit_bias", "svm", "hessian", "sharpness",
+               "large_stepsize", "diagonal", "exercises", "teach")
 __all__ = ["History", "checks", "core", "get_device", "seed", "setup", *_SUBMODULES]
 
 

@@ -27,10 +27,10 @@ from .core import (
     check_finite,
     few_threads_if_small,
     get_device,
-    load_digits,
     make_generator,
     no_overflow,
 )
+from .datasets import load_digits
 
 __all__ = ["gamma_matrix", "train_barlow_linear", "train_barlow_views", "train_barlow_dual", "measured_step_times",
            "digits_views", "train_vicreg_linear", "info_nce_linear", "train_simclr_linear"]

@@ -7,15 +7,11 @@ Checks against closed forms run in float64 on the CPU; simulators accept `device
 
 from __future__ import annotations
 
-import functools
-import gzip
-import importlib.util
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +28,6 @@ __all__ = [
     "rk4_step",
     "rk4_step_unchecked",
     "one_blas_thread",
-    "load_digits",
     "check_finite",
     "as_positive",
     "as_int",
@@ -127,34 +122,6 @@ def one_blas_thread() -> AbstractContextManager:
     except ImportError:  # pragma: no cover - scikit-learn brings it
         return nullcontext()
     return threadpool_limits(1, user_api="blas")
-
-
-def load_digits(n_class: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """scikit-learn's bundled 8x8 handwritten digits (1797 images, no download): pixels (N, 64), labels (N,).
-
-    The same arrays as `sklearn.datasets.load_digits(n_class=n_class, return_X_y=True)` (tested), read from the CSV
-    that scikit-learn ships, without importing `sklearn.datasets` (about a second of every chapter that uses
-    them). n_class: keep the digits 0, ..., n_class - 1. Fresh copies on every call.
-    """
-    n_class = as_int("n_class", n_class, minimum=1)
-    if n_class > 10:
-        raise ValueError(f"n_class must be between 1 and 10; got {n_class}")
-    data = _digits_table()
-    keep = data[:, -1] < n_class
-    return data[keep, :-1].copy(), data[keep, -1].astype(int)
-
-
-@functools.lru_cache(maxsize=1)
-def _digits_table() -> np.ndarray:
-    spec = importlib.util.find_spec("sklearn")  # locates the package without importing it
-    path = Path(spec.origin).parent / "datasets" / "data" / "digits.csv.gz" if spec and spec.origin else None
-    if path is None or not path.is_file():  # pragma: no cover - another layout of scikit-learn: ask it
-        from sklearn.datasets import load_digits as sk_load_digits
-
-        X, y = sk_load_digits(return_X_y=True)
-        return np.column_stack([X, y])
-    with gzip.open(path, mode="rt", encoding="utf-8") as f:
-        return np.loadtxt(f, delimiter=",")
 
 
 def _threads_from_env() -> int:

@@ -42,10 +42,10 @@ from .core import (
     broadcast,
     few_threads_if_small,
     get_device,
-    load_digits,
     loglog_slope,
     no_overflow,
 )
+from .datasets import load_digits
 
 __all__ = [
     "narrow_margin_2d",

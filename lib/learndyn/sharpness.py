@@ -36,10 +36,10 @@ from .core import (
     broadcast,
     check_finite,
     get_device,
-    load_digits,
     no_overflow,
     rk4_step_unchecked,
 )
+from .datasets import load_digits
 
 # The Hessian-free estimators live in `hessian` (nothing there is specific to the edge of stability); they are
 # re-exported here, so a chapter says `ld.sharpness.top_eigs` as it says `ld.sharpness.train_gd_sharpness`.
