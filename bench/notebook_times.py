@@ -6,7 +6,9 @@ Usage (from the repository root):
 
 Each notebook runs once in a fresh kernel (nbclient, as a reader's Jupyter would) for its wall time, then once more
 as a script under cProfile in a fresh process of its own (`profile_notebook.py`'s machinery) for the share of its
-time spent in learndyn's input checks (target: under 3 %); the profiled run is never the timed one, whose seconds
+time spent in learndyn's input checks (target: under 3 %) and the number of Hessian-vector products and training
+gradients of a network it made (priced by `network_unit_seconds`, one of each timed alone on Chapter 6's network:
+the least time that notebook's network arithmetic needs); the profiled run is never the timed one, whose seconds
 would otherwise carry the profiler's overhead. The budgets are 30 s per notebook and 120 s for the book on 2 CPU
 cores; a notebook over budget is flagged. `--record FILE` writes the measurement (seconds and validation share of
 every notebook) into the benchmarks record (`bench/results.json`) as its "notebooks" entry, keeping the entry it

@@ -116,16 +116,22 @@ def test_at_target_stops_tightening_once_the_budget_binds(bench_sharpness):
     assert not res["reached"] and res["tol"] == 1e-2 and len(res["runs"]) == 2 and res["tried"] == []
 
 
-def test_one_times_its_product_beside_the_run(bench_sharpness):
+def test_one_times_its_product_beside_the_run(bench_sharpness, monkeypatch):
     calls = []
+    seconds = iter([1.0, 2.0, 9.0, 10.0, 3.0, 4.0, 5.0])  # three products, the run, three products
+
+    def timed(fn, repeat=1):
+        return next(seconds), fn()
 
     def run(seed: int, tol: float, k: int):
         calls.append("run")
         return np.ones(k), 7, False
 
+    monkeypatch.setattr(bench_sharpness, "timed", timed)
     r = bench_sharpness.one(run, 0, 1e-3, 1, np.ones(1), lambda: calls.append("product"))
     assert calls == ["product"] * 3 + ["run"] + ["product"] * 3  # three products alone before the run, three after
-    assert r["products"] == 7 and r["rel_error"] == 0.0 and 0 < r["product_s"] < r["seconds"] + 1
+    assert r["products"] == 7 and r["rel_error"] == 0.0 and r["seconds"] == 10.0
+    assert r["product_s"] == 3.5  # the median of the six products around it (1, 2, 9 before; 3, 4, 5 after)
 
 
 def test_pair_ratio_is_over_all_pairs(bench_sharpness):
@@ -213,6 +219,12 @@ def test_page_renders_every_section_and_marks_separate_runs(tmp_path):
     old = _record()
     del old["notebooks_previous"]["rows"][0]["validation_share"]  # a record from before the share was measured
     assert "| a.ipynb | 25.0 | 61.5 | — | 4.1 | — | ok |" in page.render(old)
+    assert "timed alone. " in text and "beside each run" not in text  # a record that timed the product once
+    beside = _record()
+    for part in ("full", "narrow"):
+        for row in beside["sharpness_vs_pyhessian"]["results"][part]["rows"]:
+            row["runs"] = [{**run, "product_s": 0.01} for run in row["runs"]]
+    assert "timed alone beside each run (the median of three products" in page.render(beside)
     written = page.write(_record(), tmp_path)
     assert [p.name for p in written] == ["results.md", "accuracy_cost.png"]
     assert written[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -234,4 +234,3 @@ def test_steps_times_broadcast_and_overflow_helpers():
     assert no_overflow("x", (np.ones(2), torch.ones(2))) is not None
     with pytest.raises(ValueError, match="x are too large"):
         no_overflow("x", np.array([1.0, np.inf]))
-
