@@ -552,8 +552,8 @@ def test_krylov_screen_is_the_residual_of_the_ritz_vectors(monkeypatch, block):
     seen = []
     screen = hs._screen_residuals
 
-    def spy(B, pending, m, theta, S):
-        out = screen(B, pending, m, theta, S)
+    def spy(B, pending, m, theta, S, gram):
+        out = screen(B, pending, m, theta, S, gram)
         Y = B[:m].T @ torch.as_tensor(S)  # the Ritz vectors, one column each
         exact = ((A @ Y - Y * torch.as_tensor(theta)).norm(dim=0) / torch.as_tensor(np.abs(theta))).numpy()
         seen.append((out, exact))
@@ -565,3 +565,20 @@ def test_krylov_screen_is_the_residual_of_the_ritz_vectors(monkeypatch, block):
     assert len(seen) >= 30
     for out, exact in seen:
         np.testing.assert_allclose(out, exact, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("block", [1, 3])
+def test_krylov_basis_grows_past_its_first_buffers(block):
+    """A solve that needs more rows than `_krylov`'s first buffers (`_ROWS`) grows them and keeps every row: with as
+    many products as the dimension the space is everything, so the Ritz values are the top eigenvalues exactly."""
+    rng = np.random.default_rng(block)
+    n = hs._ROWS + 36
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    lam = np.geomspace(10.0, 1e-2, n) * rng.choice([-1, 1], n)
+    A = torch.as_tensor(Q @ np.diag(lam) @ Q.T)
+    vals, vecs, res, m, _ = hs._krylov(lambda x: A @ x, torch.as_tensor(rng.standard_normal((n, block))), iters=n,
+                                       k=3, tol=0.0, tol_rest=0.0)
+    assert m == n > hs._ROWS
+    np.testing.assert_allclose(vals, np.sort(lam)[::-1][:3], rtol=1e-10)
+    assert np.all(res < 1e-10)
+    np.testing.assert_allclose(vecs.T @ vecs, np.eye(3), atol=1e-10)

@@ -325,8 +325,11 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     dt = V.dtype
     n = V.shape[0]
     cap = min(iters, n)
-    B = torch.empty(cap, n, dtype=torch.float64, device=V.device)  # orthonormal basis, one row per vector
-    W = torch.empty_like(B)  # its images, rows H q
+    # the orthonormal basis and its images, one row per vector, grown by doubling: a solve rarely needs more than a
+    # few dozen rows, and buffers that small are recycled by the allocator, while a fresh `iters`-row buffer of
+    # hundreds of MB is new memory whose every page faults on its first write (measured: 6x the cost of the write)
+    B = torch.empty(min(cap, _ROWS), n, dtype=torch.float64, device=V.device)
+    W = torch.empty_like(B)
     # the projection lives in numpy on the host: an m x m eigensolve there costs a tenth of torch's, and the
     # stopping test runs one per product
     T = np.zeros((cap, cap))
@@ -335,10 +338,11 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     # the row i of the vector q_i it multiplied (-1 for a start vector)
     pending: list[tuple[torch.Tensor, torch.Tensor | None, int]] = [
         (v, None, -1) for v in torch.linalg.qr(V.double())[0].T]
-    m, done = 0, False
+    gram: dict[tuple[int, int], float] = {}  # w_i . w_j of the pending products, by their rows (i <= j)
+    m, done, res = 0, False, None
     starts_left = len(pending)  # no stopping before every start vector is in the space
     while m < iters and pending:
-        q, known, _ = pending.pop(0)
+        q, known, row = pending.pop(0)
         starts_left -= 1
         if m:
             Bm = B[:m]
@@ -353,6 +357,8 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
         norm = float(q.norm())
         if norm < 1e-10:
             continue  # the space is invariant in this direction
+        if m == B.shape[0]:
+            B, W = _grown(B, m, cap), _grown(W, m, cap)
         q = torch.div(q, norm, out=B[m])  # normalised in place in the basis (no copy)
         w = matvec(q.to(dt)).double()
         W[m] = w
@@ -361,11 +367,15 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
         bw = B[: m + 1] @ w
         col = bw.cpu().numpy()
         T[: m + 1, m], T[m, : m + 1] = col, col
+        for v, _, r in pending:  # the screen's Gram matrix of the pending products: one dot per pair, made once
+            if r >= 0:
+                gram[r, m] = float(v @ w)
+        gram[m, m] = float(w @ w)
         pending.append((w, bw, m))
         m += 1
         if tol > 0 and m >= k and starts_left <= 0 and m < iters:
             theta, S = _ritz_small(T[:m, :m], k)
-            screen = _screen_residuals(B, pending, m, theta, S)
+            screen = _screen_residuals(B, pending, m, theta, S, gram)
             if screen[0] <= 2 * tol and np.all(screen[1:] <= 2 * tol_rest):
                 res = _ritz_residuals(B[:m], W[:m], theta, S)
                 if res[0] <= tol and np.all(res[1:] <= tol_rest):
@@ -373,24 +383,44 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
                     break
     if m < k:
         raise ValueError(f"iters={iters} products span fewer than k={k} directions; use iters >= k")
-    theta, S = _ritz_small(T[:m, :m], k)
-    res = _ritz_residuals(B[:m], W[:m], theta, S)
-    done = done or (tol > 0 and bool(res[0] <= tol and np.all(res[1:] <= tol_rest)))
+    if not done:
+        theta, S = _ritz_small(T[:m, :m], k)
+        res = _ritz_residuals(B[:m], W[:m], theta, S)
+        done = tol > 0 and bool(res[0] <= tol and np.all(res[1:] <= tol_rest))
     return theta, (torch.as_tensor(S.T, device=B.device) @ B[:m]).T.to(dt), res, m, done
 
 
-def _screen_residuals(B: torch.Tensor, pending: list, m: int, theta: np.ndarray, S: np.ndarray) -> np.ndarray:
+#: Rows of `_krylov`'s first basis buffers (then doubled as needed): at Chapter 6's 27 710 parameters two such
+#: float64 buffers take 28 MB, under the size above which glibc returns freed memory to the system.
+_ROWS = 64
+
+
+def _grown(buf: torch.Tensor, m: int, cap: int) -> torch.Tensor:
+    """`buf` with twice the rows (at most `cap`), its first m rows copied."""
+    out = buf.new_empty(min(2 * buf.shape[0], cap), buf.shape[1])
+    out[:m] = buf[:m]
+    return out
+
+
+def _screen_residuals(B: torch.Tensor, pending: list, m: int, theta: np.ndarray, S: np.ndarray,
+                      gram: dict[tuple[int, int], float]) -> np.ndarray:
     """The Ritz pairs' relative residuals from the products not yet orthogonalised (see `_krylov`), without a pass
-    over the basis: sqrt(s_U^T (W_U W_U^T - C_U C_U^T) s_U) / |theta|. Each pending product's coefficients are
-    completed against the m rows of B in place, so its Gram-Schmidt pass reuses them."""
+    over the basis: sqrt(s_U^T (W_U W_U^T - C_U C_U^T) s_U) / |theta|, with W_U W_U^T from `gram` (the pending
+    products' dot products, kept as they arrive). Each pending product's coefficients are completed against the m
+    rows of B in place, so its Gram-Schmidt pass reuses them."""
     for j, (w, known, row) in enumerate(pending):
         if known.numel() < m:
             pending[j] = (w, torch.cat([known, B[known.numel():m] @ w]), row)
-    Wu = torch.stack([w for w, _, _ in pending])
-    Cu = torch.stack([c for _, c, _ in pending])
-    R = (Wu @ Wu.T - Cu @ Cu.T).cpu().numpy()
-    Su = S[[row for _, _, row in pending]]
-    res2 = np.einsum("ij,ik,kj->j", Su, R, Su)
+    if len(pending) == 1:  # a single start vector (Lanczos): one product pending, R is a number
+        (_, c, row), = pending
+        c = c.cpu().numpy()
+        res2 = (gram[row, row] - c @ c) * S[row] ** 2
+    else:
+        rows = [row for _, _, row in pending]
+        G = np.array([[gram[min(a, b), max(a, b)] for b in rows] for a in rows])
+        C = np.stack([c.cpu().numpy() for _, c, _ in pending])
+        Su = S[rows]
+        res2 = np.einsum("ij,ik,kj->j", Su, G - C @ C.T, Su)
     return np.sqrt(np.maximum(res2, 0.0)) / np.maximum(np.abs(theta), 1e-300)
 
 
