@@ -316,11 +316,12 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     test costs an m x m eigensolve, not a pass over the n x m basis: every product already orthogonalised lies in
     the span of B, so for a unit Ritz vector y = B s (T s = theta s) the residual H y - theta y is the part outside
     the span of the products not yet orthogonalised, sum_i s_i (w_i - B^T B w_i), and its squared norm is
-    s_U^T (W_U W_U^T - C_U C_U^T) s_U over those few products (their images W_U and coefficients C_U = W_U B^T).
-    That difference loses digits once the residual nears sqrt(eps) theta, so it only screens: the residuals that
-    decide the stop, and those returned, are computed from the vectors. Returns the top-k Ritz pairs by value, their
-    relative residuals, the number of products, and whether they reached their tolerances, `tol` for the top pair
-    and `tol_rest` for the others (always False with tol = 0).
+    s_U^T (W_U W_U^T - C_U C_U^T) s_U over those few products (their images W_U, whose dot products are taken once
+    as each arrives, and coefficients C_U = W_U B^T, which T needs anyway). That difference loses digits once the
+    residual nears sqrt(eps) theta, so it only screens: the residuals that decide the stop, and those returned, are
+    computed from the vectors. Returns the top-k Ritz pairs by value, their relative residuals, the number of
+    products, and whether they reached their tolerances, `tol` for the top pair and `tol_rest` for the others
+    (always False with tol = 0).
     """
     dt = V.dtype
     n = V.shape[0]
