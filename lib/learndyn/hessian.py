@@ -414,22 +414,19 @@ def _screen_residuals(B: torch.Tensor, pending: list, m: int, theta: np.ndarray,
             pending[j] = (w, torch.cat([known, B[known.numel():m] @ w]), row)
     if len(pending) == 1:  # a single start vector (Lanczos): one product pending, R is a number
         (_, c, row), = pending
-        c = c.cpu().numpy()
-        res2 = (gram[row, row] - c @ c) * S[row] ** 2
-    else:
-        rows = [row for _, _, row in pending]
-        G = np.array([[gram[min(a, b), max(a, b)] for b in rows] for a in rows])
-        C = np.stack([c.cpu().numpy() for _, c, _ in pending])
-        Su = S[rows]
-        res2 = np.einsum("ij,ik,kj->j", Su, G - C @ C.T, Su)
+        return np.abs(S[row]) * max(gram[row, row] - float(c @ c), 0.0) ** 0.5 / np.maximum(np.abs(theta), 1e-300)
+    rows = [row for _, _, row in pending]
+    G = np.array([[gram[min(a, b), max(a, b)] for b in rows] for a in rows])
+    C = np.stack([c.cpu().numpy() for _, c, _ in pending])
+    Su = S[rows]
+    res2 = np.einsum("ij,ik,kj->j", Su, G - C @ C.T, Su)
     return np.sqrt(np.maximum(res2, 0.0)) / np.maximum(np.abs(theta), 1e-300)
 
 
 def _ritz_small(T: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The top-k eigenpairs (theta, s) of the projected matrix T (m, m), by value."""
-    evals, S = np.linalg.eigh(T)
-    top = np.argsort(evals)[::-1][:k]
-    return evals[top], S[:, top]
+    evals, S = np.linalg.eigh(T)  # ascending
+    return evals[::-1][:k].copy(), S[:, ::-1][:, :k].copy()
 
 
 def _ritz_residuals(B: torch.Tensor, W: torch.Tensor, theta: np.ndarray, S: np.ndarray) -> np.ndarray:
