@@ -343,7 +343,7 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     m, done, res = 0, False, None
     starts_left = len(pending)  # no stopping before every start vector is in the space
     while m < iters and pending:
-        q, known, row = pending.pop(0)
+        q, known, _ = pending.pop(0)
         starts_left -= 1
         if m:
             Bm = B[:m]
@@ -391,8 +391,9 @@ def _krylov(matvec: Callable, V: torch.Tensor, iters: int, k: int, tol: float,
     return theta, (torch.as_tensor(S.T, device=B.device) @ B[:m]).T.to(dt), res, m, done
 
 
-#: Rows of `_krylov`'s first basis buffers (then doubled as needed): at Chapter 6's 27 710 parameters two such
-#: float64 buffers take 28 MB, under the size above which glibc returns freed memory to the system.
+#: Rows of `_krylov`'s first basis buffers (then doubled as needed): at Chapter 6's 27 710 parameters each takes
+#: 14 MB in float64, under glibc's largest mmap threshold (32 MB), so a freed buffer is reused by the next solve
+#: instead of going back to the system.
 _ROWS = 64
 
 
