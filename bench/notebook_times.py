@@ -74,8 +74,11 @@ def network_unit_seconds(repeat: int = 30) -> dict:
     tanh on 1000 digits, float32, MSE), each the median of `repeat` calls timed alone, at this process's torch
     threads (OMP_NUM_THREADS, as the notebooks' kernels): with the counts of a notebook's profiled run, the time its
     network arithmetic needs at best."""
-    import numpy as np  # noqa: PLC0415 (the measurement's own imports: the timing loop above needs none)
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415 (the measurement's own imports: the timing loop above needs none)
+
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    from bench_sharpness import timed  # noqa: PLC0415 (a sibling script: the median of repeated calls)
 
     from learndyn import core, sharpness  # noqa: PLC0415
 
@@ -88,13 +91,8 @@ def network_unit_seconds(repeat: int = 30) -> dict:
     x = torch.randn(sum(t.numel() for t in params.values()), generator=torch.Generator().manual_seed(0))
 
     def median(fn) -> float:
-        fn()
-        times = []
-        for _ in range(repeat):
-            tic = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - tic)
-        return float(np.median(times))
+        fn()  # warm-up
+        return timed(fn, repeat)[0]
 
     return {"product_s": median(lambda: product(x)), "gradient_s": median(lambda: grad(params)), "threads": threads,
             "model": "Ch 6: 64-100-100-100-10 tanh, 1000 digits, float32, MSE"}
